@@ -1,0 +1,549 @@
+/**
+ * Running one tool call: arguments checked against the tool's schema, argv
+ * built without a shell, the arguments object on stdin, stdout and stderr
+ * read as bounded streams, and the time limit enforced on the whole process
+ * group.
+ *
+ * `child.kill()` only reaches the process Deno started, and `Deno.kill(-pgid)`
+ * would need an unscoped `--allow-run`. So the tool runs under coreutils
+ * `timeout -s KILL`: it makes itself a process-group leader, and at its
+ * deadline (or on SIGALRM from here) sends SIGKILL to the whole group, so what
+ * the tool started dies with it. A process that left the group (setsid) can
+ * still hold a pipe open, so reading stops shortly after the tool is gone.
+ */
+
+import { dirname } from "node:path";
+import { log } from "./log.ts";
+import {
+  canRunExecutable,
+  processPath,
+  resolveExecutable,
+  type ToolDef,
+  type ToolParam,
+} from "./tools.ts";
+
+/** What one call produced, as the model and the history see it. */
+export interface ToolOutcome {
+  /** Exactly what the model reads as the tool message content. */
+  content: string;
+  /** Bytes of stdout produced (before cutting). */
+  bytes: number;
+  /** Lines of stdout produced. */
+  lines: number;
+  durationMs: number;
+  /** "exit 0", "exit 3", "signal SIGSEGV", "timeout", "stopped", "invalid arguments", "unknown tool", "failed to start". */
+  status: string;
+}
+
+/** Limits of one call. */
+export interface RunOptions {
+  /** Bytes of stdout given to the model. */
+  outputLimit: number;
+  /** Seconds, for tools whose file sets no `timeout`. */
+  defaultTimeout: number;
+  /** Daemon shutdown: kills the tool. A user's `stop` does not use it. */
+  signal?: AbortSignal;
+  /** Path of coreutils `timeout`; default resolved once through PATH, null runs the tool directly. */
+  timeoutHelper?: string | null;
+}
+
+/** Bytes of stderr kept for a failed tool's report. */
+const STDERR_TAIL = 2048;
+/** After the tool is gone, how long a pipe held by an escaped process is still read. */
+const DRAIN_GRACE_MS = 1000;
+/** After asking for the kill, how long before the process Deno started is killed directly. */
+const KILL_GRACE_MS = 2000;
+/** setTimeout's ceiling: a longer delay would fire at once. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+let defaultHelper: string | null | undefined;
+
+/** Resolved helper paths the runner itself needs: `--allow-run` must include them. */
+export function runnerExecutables(
+  options: { pathEnv?: string; canRun?: (executable: string) => boolean } = {},
+): string[] {
+  const path = resolveExecutable(
+    "timeout",
+    "/",
+    options.pathEnv ?? processPath(),
+    options.canRun ?? canRunExecutable,
+  );
+  return path === null ? [] : [path];
+}
+
+function helperFor(options: RunOptions): string | null {
+  if (options.timeoutHelper !== undefined) return options.timeoutHelper;
+  if (defaultHelper === undefined) {
+    const found = runnerExecutables()[0] ?? null;
+    defaultHelper = found !== null && canRunExecutable(found) ? found : null;
+    if (defaultHelper === null) {
+      log.warn(
+        "coreutils timeout is not runnable; a tool stopped at its time limit may leave its children running",
+        { fix: "grant --allow-run for the timeout binary" },
+      );
+    }
+  }
+  return defaultHelper;
+}
+
+/** Keeps the first `limit` bytes of a byte stream while counting all of it. */
+class HeadCollector {
+  readonly writable: WritableStream<Uint8Array>;
+  bytes = 0;
+  #newlines = 0;
+  #lastByte = -1;
+  #chunks: Uint8Array[] = [];
+  #kept = 0;
+  readonly #limit: number;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+    this.writable = new WritableStream({ write: (chunk) => this.#take(chunk) });
+  }
+
+  #take(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    this.bytes += chunk.length;
+    this.#lastByte = chunk[chunk.length - 1] ?? -1;
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
+      this.#newlines++;
+    }
+    // A few bytes past the limit tell where the last whole character ends.
+    const room = this.#limit + 4 - this.#kept;
+    if (room > 0) {
+      const part = chunk.length > room ? chunk.slice(0, room) : chunk.slice();
+      this.#chunks.push(part);
+      this.#kept += part.length;
+    }
+  }
+
+  get lines(): number {
+    return this.#newlines + (this.bytes > 0 && this.#lastByte !== 10 ? 1 : 0);
+  }
+
+  /** The kept text, cut on a UTF-8 boundary, with a note when cut. */
+  text(): string {
+    const buffer = concat(this.#chunks);
+    if (this.bytes <= this.#limit) return decoder.decode(buffer);
+    let cut = this.#limit;
+    while (cut > 0 && ((buffer[cut] ?? 0) & 0xc0) === 0x80) cut--;
+    const shown = decoder.decode(buffer.subarray(0, cut));
+    const separator = shown === "" || shown.endsWith("\n") ? "" : "\n";
+    return `${shown}${separator}[output cut: ${this.bytes} bytes, first ${cut} shown]`;
+  }
+}
+
+/** Keeps the last `limit` bytes of a byte stream. */
+class TailCollector {
+  readonly writable: WritableStream<Uint8Array>;
+  bytes = 0;
+  #chunks: Uint8Array[] = [];
+  #kept = 0;
+  readonly #limit: number;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+    this.writable = new WritableStream({ write: (chunk) => this.#take(chunk) });
+  }
+
+  #take(chunk: Uint8Array): void {
+    this.bytes += chunk.length;
+    this.#chunks.push(chunk.slice());
+    this.#kept += chunk.length;
+    if (this.#kept > 2 * this.#limit) {
+      const tail = concat(this.#chunks).slice(this.#kept - this.#limit);
+      this.#chunks = [tail];
+      this.#kept = tail.length;
+    }
+  }
+
+  /** The last bytes as text, starting on a whole character. */
+  text(): string {
+    let buffer = concat(this.#chunks);
+    if (buffer.length > this.#limit) {
+      buffer = buffer.subarray(buffer.length - this.#limit);
+      let start = 0;
+      while (start < buffer.length && ((buffer[start] ?? 0) & 0xc0) === 0x80) {
+        start++;
+      }
+      buffer = buffer.subarray(start);
+    }
+    return decoder.decode(buffer);
+  }
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  if (chunks.length === 1 && chunks[0]) return chunks[0];
+  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
+}
+
+function brief(value: unknown): string {
+  const text = typeof value === "number" && !Number.isFinite(value)
+    ? String(value)
+    : JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+function signature(tool: ToolDef): string {
+  const params = Object.entries(tool.parameters).map(([name, param]) =>
+    `${name} (${param.type}${param.required ? ", required" : ""})`
+  );
+  return params.length === 0 ? "no parameters" : params.join(", ");
+}
+
+function typeProblem(
+  name: string,
+  param: ToolParam,
+  value: unknown,
+): string | null {
+  const ok = param.type === "string"
+    ? typeof value === "string"
+    : param.type === "number"
+    ? typeof value === "number" && Number.isFinite(value)
+    : param.type === "integer"
+    ? typeof value === "number" && Number.isInteger(value)
+    : typeof value === "boolean";
+  if (!ok) {
+    return `"${name}" must be ${
+      param.type === "integer" ? "an" : "a"
+    } ${param.type}, not ${brief(value)}`;
+  }
+  if (param.enum && !param.enum.includes(value as string | number)) {
+    return `"${name}" must be one of ${param.enum.map(brief).join(", ")}, not ${
+      brief(value)
+    }`;
+  }
+  return null;
+}
+
+/** The arguments object, or what is wrong with it in words the model can act on. */
+function checkArguments(
+  tool: ToolDef,
+  argsJson: string,
+): { args: Record<string, unknown> } | { problem: string } {
+  let parsed: unknown;
+  try {
+    // Models send "" for a call without parameters.
+    parsed = argsJson.trim() === "" ? {} : JSON.parse(argsJson);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    return {
+      problem:
+        `The arguments for ${tool.name} are not valid JSON (${detail}). ` +
+        `Send one JSON object; parameters: ${
+          signature(tool)
+        }. The tool did not run.`,
+    };
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return {
+      problem:
+        `The arguments for ${tool.name} must be a JSON object, not ${
+          brief(parsed)
+        }; ` +
+        `parameters: ${signature(tool)}. The tool did not run.`,
+    };
+  }
+  const args = parsed as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const [name, param] of Object.entries(tool.parameters)) {
+    const value = args[name];
+    if (value === undefined || value === null) {
+      if (param.required) {
+        problems.push(`missing required parameter "${name}" (${param.type})`);
+      }
+      continue;
+    }
+    const problem = typeProblem(name, param, value);
+    if (problem) problems.push(problem);
+  }
+  for (const name of Object.keys(args)) {
+    if (!Object.hasOwn(tool.parameters, name)) {
+      problems.push(`unknown parameter "${name}"`);
+    }
+  }
+  if (problems.length > 0) {
+    return {
+      problem: `Invalid arguments for ${tool.name}: ${problems.join("; ")}. ` +
+        `Parameters: ${signature(tool)}. The tool did not run.`,
+    };
+  }
+  return { args };
+}
+
+/** Replaces `{param}` inside one argv element; the value never leaves it. */
+function substitute(
+  element: string,
+  args: Record<string, unknown>,
+  params: Record<string, ToolParam>,
+): string {
+  return element.replace(
+    /\{([A-Za-z0-9_-]{1,64})\}/g,
+    (whole, name: string) => {
+      if (!Object.hasOwn(params, name)) return whole;
+      const value = args[name];
+      return value === undefined || value === null ? "" : String(value);
+    },
+  );
+}
+
+function formatSeconds(seconds: number): string {
+  return `${Number(seconds.toFixed(3))}`;
+}
+
+function failureContent(
+  headline: string,
+  stdout: HeadCollector,
+  stderr: TailCollector,
+): string {
+  let content = headline;
+  if (stderr.bytes > 0) {
+    const label = stderr.bytes > STDERR_TAIL
+      ? `stderr (last ${STDERR_TAIL} bytes)`
+      : "stderr";
+    content += `\n${label}:\n${stderr.text()}`;
+  }
+  if (stdout.bytes > 0) content += `\nstdout:\n${stdout.text()}`;
+  return content;
+}
+
+async function writeStdin(
+  stdin: WritableStream<Uint8Array>,
+  args: Record<string, unknown>,
+): Promise<void> {
+  const writer = stdin.getWriter();
+  try {
+    await writer.write(encoder.encode(JSON.stringify(args)));
+    await writer.close();
+  } catch {
+    // The tool exited without reading its stdin: that is its right.
+  }
+}
+
+async function execute(
+  tool: ToolDef,
+  args: Record<string, unknown>,
+  options: RunOptions,
+  started: number,
+): Promise<Omit<ToolOutcome, "durationMs">> {
+  const seconds = tool.timeout ?? options.defaultTimeout;
+  const argv = tool.command.slice(1).map((element) =>
+    substitute(element, args, tool.parameters)
+  );
+  const helper = helperFor(options);
+  const [program, programArgs] = helper === null
+    ? [tool.executable, argv]
+    : [helper, [
+      "-s",
+      "KILL",
+      // A zero duration would switch the helper's deadline off.
+      String(Math.max(seconds, 0.001)),
+      tool.executable,
+      ...argv,
+    ]];
+  const child = new Deno.Command(program, {
+    args: programArgs,
+    cwd: dirname(tool.file),
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+    // Its own process group: a terminal's Ctrl-C reaches the daemon, which
+    // then ends the tool itself.
+    detached: true,
+  }).spawn();
+
+  const stdout = new HeadCollector(
+    Math.max(0, Math.floor(options.outputLimit)),
+  );
+  const stderr = new TailCollector(STDERR_TAIL);
+  const drain = new AbortController();
+  const piped = Promise.all([
+    child.stdout.pipeTo(stdout.writable, { signal: drain.signal }).catch(
+      () => {},
+    ),
+    child.stderr.pipeTo(stderr.writable, { signal: drain.signal }).catch(
+      () => {},
+    ),
+  ]);
+  const stdinDone = writeStdin(child.stdin, args);
+
+  let reason: "timeout" | "stopped" | null = null;
+  let escalation: ReturnType<typeof setTimeout> | undefined;
+  const kill = (signal: Deno.Signal) => {
+    try {
+      child.kill(signal);
+    } catch {
+      // Already gone.
+    }
+  };
+  const stop = (why: "timeout" | "stopped") => {
+    if (reason !== null) return;
+    reason = why;
+    // SIGALRM is the helper's own deadline: it kills the whole group.
+    kill(helper === null ? "SIGKILL" : "SIGALRM");
+    escalation = setTimeout(() => kill("SIGKILL"), KILL_GRACE_MS);
+  };
+  const deadline = setTimeout(
+    () => stop("timeout"),
+    Math.min(seconds * 1000, MAX_DELAY_MS),
+  );
+  const onAbort = () => stop("stopped");
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  let status: Deno.CommandStatus;
+  try {
+    status = await child.status;
+  } finally {
+    clearTimeout(deadline);
+    clearTimeout(escalation);
+    options.signal?.removeEventListener("abort", onAbort);
+  }
+  const drainTimer = setTimeout(() => drain.abort(), DRAIN_GRACE_MS);
+  await piped;
+  await Promise.race([
+    stdinDone,
+    new Promise((done) => drain.signal.addEventListener("abort", done)),
+  ]);
+  clearTimeout(drainTimer);
+  drain.abort();
+
+  const measured = { bytes: stdout.bytes, lines: stdout.lines };
+  const elapsed = performance.now() - started;
+  if (
+    reason === "timeout" ||
+    (reason === null && helper !== null && status.signal === "SIGKILL" &&
+      elapsed >= seconds * 1000)
+  ) {
+    let content =
+      `The tool ${tool.name} was stopped after ${formatSeconds(seconds)} ` +
+      `seconds, its time limit, and gave no complete result.`;
+    if (stdout.bytes > 0) {
+      content += `\nOutput before it was stopped:\n${stdout.text()}`;
+    }
+    return { ...measured, content, status: "timeout" };
+  }
+  if (reason === "stopped") {
+    return {
+      ...measured,
+      content:
+        `The tool ${tool.name} was stopped: the assistant is shutting down.`,
+      status: "stopped",
+    };
+  }
+  if (status.signal !== null) {
+    return {
+      ...measured,
+      content: failureContent(
+        `The tool ${tool.name} was ended by signal ${status.signal}.`,
+        stdout,
+        stderr,
+      ),
+      status: `signal ${status.signal}`,
+    };
+  }
+  if (helper !== null && (status.code === 126 || status.code === 127)) {
+    // The helper could not exec the tool: the tool never started.
+    const line = stderr.text().match(
+      /^(?:\S*\/)?timeout: (failed to run command .*)$/m,
+    );
+    if (line) {
+      return {
+        ...measured,
+        content: `The tool ${tool.name} failed to start: ${line[1]}`,
+        status: "failed to start",
+      };
+    }
+  }
+  if (status.code !== 0) {
+    return {
+      ...measured,
+      content: failureContent(
+        `The tool ${tool.name} failed with exit status ${status.code}.`,
+        stdout,
+        stderr,
+      ),
+      status: `exit ${status.code}`,
+    };
+  }
+  const content = stdout.bytes === 0 ? "[no output]" : stdout.text();
+  return { ...measured, content, status: "exit 0" };
+}
+
+/** Validates args against the schema, runs the tool without a shell, bounds output and time. Never throws. */
+export async function runTool(
+  tools: ReadonlyMap<string, ToolDef>,
+  name: string,
+  argsJson: string,
+  options: RunOptions,
+): Promise<ToolOutcome> {
+  const started = performance.now();
+  const finish = (result: Omit<ToolOutcome, "durationMs">): ToolOutcome => {
+    const outcome = {
+      ...result,
+      durationMs: Math.round(performance.now() - started),
+    };
+    log.info("tool call", {
+      tool: tools.has(name) ? name : undefined,
+      status: outcome.status,
+      bytes: outcome.bytes,
+      lines: outcome.lines,
+      ms: outcome.durationMs,
+    });
+    return outcome;
+  };
+  const none = { bytes: 0, lines: 0 };
+  const tool = tools.get(name);
+  if (!tool) {
+    const available = [...tools.keys()].sort().join(", ") || "none";
+    return finish({
+      ...none,
+      content: `Unknown tool ${brief(name)}. Available tools: ${available}.`,
+      status: "unknown tool",
+    });
+  }
+  const checked = checkArguments(tool, argsJson);
+  if ("problem" in checked) {
+    return finish({
+      ...none,
+      content: checked.problem,
+      status: "invalid arguments",
+    });
+  }
+  if (options.signal?.aborted) {
+    return finish({
+      ...none,
+      content:
+        `The tool ${tool.name} was not run: the assistant is shutting down.`,
+      status: "stopped",
+    });
+  }
+  try {
+    return finish(await execute(tool, checked.args, options, started));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return finish({
+      ...none,
+      content: `The tool ${tool.name} failed to start: ${message}`,
+      status: "failed to start",
+    });
+  }
+}
+
+/** The stored stand-in for a tool result: its measurements, not its content. */
+export function placeholder(name: string, outcome: ToolOutcome): string {
+  const plural = (n: number, unit: string) =>
+    `${n} ${unit}${n === 1 ? "" : "s"}`;
+  const seconds = (outcome.durationMs / 1000).toFixed(1);
+  return `[tool result not kept: ${name}, ${plural(outcome.bytes, "byte")}, ` +
+    `${plural(outcome.lines, "line")}, ${seconds} s, ${outcome.status}]`;
+}

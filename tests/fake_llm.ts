@@ -1,0 +1,845 @@
+/**
+ * A fake llama-server on a loopback port, for every test that needs a model.
+ *
+ * It answers `/health`, `/v1/models`, `/models` and `/props` like a
+ * single-model server or a router (captures in the shared fixtures), and
+ * plays one scripted chat reply per request, in order, in the real chunk
+ * format: headers only with the first chunk, one token per chunk, usage
+ * after the finish chunk, `[DONE]`. Each request is recorded with its body
+ * and whether (and when) the client went away.
+ */
+
+/** A router model's state, as `/v1/models` reports it. */
+export type ModelStatus = "loaded" | "loading" | "unloaded" | "sleeping";
+
+/** One model the fake serves. */
+export interface FakeModel {
+  id: string;
+  /** Router mode only; default "loaded". */
+  status?: ModelStatus;
+  /** A failed load: `status.failed: true` (router mode). */
+  failed?: boolean;
+  /** Context size reported by `meta.n_ctx` and `/props`; default 4096. */
+  nCtx?: number;
+}
+
+/** What a chat script knows about the request it answers. */
+export interface ChatContext {
+  /** The parsed request body. */
+  body: Record<string, unknown>;
+  /** The model named in the chunks. */
+  model: string;
+  /** Whether `stream_options.include_usage` was asked for. */
+  includeUsage: boolean;
+  /** The completion id shared by all chunks. */
+  id: string;
+  /** Unix seconds shared by all chunks. */
+  created: number;
+}
+
+/** One step of a streamed answer. */
+export type Step =
+  | { send: string }
+  | { delayMs: number }
+  | { hold: true }
+  | { cut: true };
+
+/** How the fake answers one chat request: a plain answer or a stream of steps. */
+export type Script =
+  | { status: number; headers?: Record<string, string>; body: string }
+  | {
+    headers?: Record<string, string>;
+    steps: (context: ChatContext) => Iterable<Step> | AsyncIterable<Step>;
+  };
+
+/** One request as the fake saw it. */
+export interface RecordedRequest {
+  method: string;
+  /** Path and query, e.g. `/props?model=tiny-a&autoload=false`. */
+  path: string;
+  url: URL;
+  text: string;
+  /** The body parsed as JSON, or undefined. */
+  body: unknown;
+  /** performance.now() on arrival. */
+  at: number;
+  /** performance.now() when the client went away before the answer ended. */
+  abortedAt: number | null;
+  /** Resolves with `abortedAt` once the client goes away early. */
+  aborted: Promise<number>;
+  /** Resolves when the answer is over, either way. */
+  done: Promise<"completed" | "aborted">;
+}
+
+/** Options of `FakeLlm.start`. */
+export interface FakeLlmOptions {
+  mode?: "single" | "router";
+  /** Single: the first one is served. Router: all, with their statuses. */
+  models?: FakeModel[];
+  /** The answer when the queue is empty; default a short "Hello there." */
+  defaultScript?: Script;
+}
+
+type Handler = (
+  request: Request,
+  record: RecordedRequest,
+) => Response | Promise<Response>;
+
+const SSE_HEADERS = {
+  "Server": "llama.cpp",
+  "Access-Control-Allow-Origin": "",
+  "X-Accel-Buffering": "no",
+  "Content-Type": "text/event-stream",
+};
+const JSON_HEADERS = {
+  "Server": "llama.cpp",
+  "Access-Control-Allow-Origin": "",
+  "Content-Type": "application/json; charset=utf-8",
+};
+const CUT = Symbol("cut");
+const encoder = new TextEncoder();
+const ALPHABET =
+  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/** A random id of `length` letters and digits, like llama-server's. */
+export function randomId(length = 32): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(length));
+  return Array.from(bytes, (b) => ALPHABET[b % ALPHABET.length]).join("");
+}
+
+/** One SSE event carrying a chat-completion chunk; `delta` null makes `choices: []`. */
+export function chunk(
+  context: ChatContext,
+  delta: Record<string, unknown> | null,
+  finishReason: string | null = null,
+  extra: Record<string, unknown> = {},
+): string {
+  const choices = delta === null
+    ? []
+    : [{ finish_reason: finishReason, index: 0, delta }];
+  return `data: ${
+    JSON.stringify({
+      choices,
+      created: context.created,
+      id: context.id,
+      model: context.model,
+      system_fingerprint: "b0-unknown",
+      object: "chat.completion.chunk",
+      ...extra,
+    })
+  }\n\n`;
+}
+
+/** What `reply` streams. */
+export interface ReplyOptions {
+  think?: Iterable<string>;
+  content?: Iterable<string>;
+  toolCalls?: { name: string; arguments: string | string[]; id?: string }[];
+  /** Reasoning inside `content` between `<think>` tags (reasoning_format none). */
+  thinkInContent?: boolean;
+  finishReason?: string;
+  usage?: { prompt?: number; cached?: number };
+  /** Pause before each token; paced from the stream's start, so timer lateness does not add up. */
+  tokenDelayMs?: number;
+}
+
+function splitArguments(text: string): string[] {
+  const pieces: string[] = [];
+  for (let at = 0, n = 0; at < text.length; n++) {
+    const size = (n % 3) + 1;
+    pieces.push(text.slice(at, at + size));
+    at += size;
+  }
+  return pieces;
+}
+
+/** A streamed reply in the real chunk format: role chunk, tokens, finish, usage, [DONE]. */
+export function reply(options: ReplyOptions = {}): Script {
+  return {
+    *steps(context) {
+      const pace = options.tokenDelayMs ?? 0;
+      let tokens = 0;
+      function* token(delta: Record<string, unknown>): Generator<Step> {
+        if (pace > 0) yield { delayMs: pace };
+        yield { send: chunk(context, delta) };
+        tokens++;
+      }
+      yield { send: chunk(context, { role: "assistant", content: null }) };
+      let first = true;
+      for (const text of options.think ?? []) {
+        if (!options.thinkInContent) {
+          yield* token({ reasoning_content: text });
+          continue;
+        }
+        yield* token({ content: first ? `<think>\n${text}` : text });
+        first = false;
+      }
+      if (options.thinkInContent && !first) {
+        yield* token({ content: "</think>" });
+      }
+      for (const text of options.content ?? []) yield* token({ content: text });
+      for (const [index, call] of (options.toolCalls ?? []).entries()) {
+        const pieces = Array.isArray(call.arguments)
+          ? call.arguments
+          : splitArguments(call.arguments);
+        yield* token({
+          tool_calls: [{
+            index,
+            id: call.id ?? randomId(),
+            type: "function",
+            function: { name: call.name, arguments: pieces[0] ?? "" },
+          }],
+        });
+        for (const piece of pieces.slice(1)) {
+          yield* token({
+            tool_calls: [{ index, function: { arguments: piece } }],
+          });
+        }
+      }
+      const reason = options.finishReason ??
+        (options.toolCalls?.length ? "tool_calls" : "stop");
+      const prompt = options.usage?.prompt ?? 15;
+      const cached = Math.min(options.usage?.cached ?? 0, prompt);
+      const promptMs = 2.5;
+      const predictedMs = Math.max(tokens, 1) * 1.2;
+      const timings = {
+        cache_n: cached,
+        prompt_n: prompt - cached,
+        prompt_ms: promptMs,
+        prompt_per_token_ms: promptMs / Math.max(prompt - cached, 1),
+        prompt_per_second: (1000 * (prompt - cached)) / promptMs,
+        predicted_n: tokens,
+        predicted_ms: predictedMs,
+        predicted_per_token_ms: predictedMs / Math.max(tokens, 1),
+        predicted_per_second: (1000 * tokens) / predictedMs,
+      };
+      if (context.includeUsage) {
+        yield { send: chunk(context, {}, reason) };
+        const usage = {
+          completion_tokens: tokens,
+          prompt_tokens: prompt,
+          total_tokens: prompt + tokens,
+          prompt_tokens_details: { cached_tokens: cached },
+        };
+        yield { send: chunk(context, null, null, { usage, timings }) };
+      } else {
+        yield { send: chunk(context, {}, reason, { timings }) };
+      }
+      yield { send: "data: [DONE]\n\n" };
+    },
+  };
+}
+
+const ERROR_TYPES: Record<number, [string, string]> = {
+  400: ["invalid_request_error", "Invalid request"],
+  404: ["not_found_error", "File Not Found"],
+  500: ["server_error", "Internal server error"],
+  503: ["unavailable_error", "Loading model"],
+};
+
+/** llama-server's error body: `{"error":{"code","message","type"}}`. */
+export function errorBody(
+  status: number,
+  message?: string,
+  extra: Record<string, unknown> = {},
+): string {
+  const [type, fallback] = ERROR_TYPES[status] ?? ["server_error", "Error"];
+  return JSON.stringify({
+    error: { code: status, message: message ?? fallback, type, ...extra },
+  });
+}
+
+/** An HTTP error before any chunk; a string body is sent as it is (not JSON). */
+export function httpError(
+  status: number,
+  error?: { message: string; type?: string; [key: string]: unknown } | string,
+): Script {
+  if (typeof error === "string") {
+    return { status, headers: { "Content-Type": "text/plain" }, body: error };
+  }
+  const { message, ...extra } = error ?? { message: undefined };
+  return { status, body: errorBody(status, message, extra) };
+}
+
+function* opening(context: ChatContext, tokens: Iterable<string>) {
+  yield { send: chunk(context, { role: "assistant", content: null }) };
+  for (const text of tokens) yield { send: chunk(context, { content: text }) };
+}
+
+/** Tokens, then `data: {"error":...}` and the connection closes, as llama-server does mid-stream. */
+export function streamError(
+  message: string,
+  options: { tokens?: string[]; code?: number } = {},
+): Script {
+  return {
+    *steps(context) {
+      yield* opening(context, options.tokens ?? []);
+      yield { send: `data: ${errorBody(options.code ?? 500, message)}\n\n` };
+    },
+  };
+}
+
+/** Tokens, then one chunk that is not JSON (or `data` as given), then [DONE]. */
+export function malformed(
+  options: { tokens?: string[]; data?: string } = {},
+): Script {
+  return {
+    *steps(context) {
+      yield* opening(context, options.tokens ?? []);
+      yield { send: `data: ${options.data ?? '{"choices":[{"delta":'}\n\n` };
+      yield { send: "data: [DONE]\n\n" };
+    },
+  };
+}
+
+/** Tokens, then the connection breaks off mid-body. */
+export function cut(options: { tokens?: string[] } = {}): Script {
+  return {
+    *steps(context) {
+      yield* opening(context, options.tokens ?? []);
+      yield { cut: true };
+    },
+  };
+}
+
+/** Without tokens: headers never sent. With tokens: they arrive, then silence until the client leaves. */
+export function stall(options: { tokens?: string[] } = {}): Script {
+  return {
+    *steps(context) {
+      if (options.tokens) yield* opening(context, options.tokens);
+      yield { hold: true };
+    },
+  };
+}
+
+/** Some tokens (paced if asked), then nothing until the client aborts. */
+export function hold(
+  tokens: string[] = [],
+  options: { tokenDelayMs?: number } = {},
+): Script {
+  return {
+    *steps(context) {
+      yield { send: chunk(context, { role: "assistant", content: null }) };
+      for (const text of tokens) {
+        if (options.tokenDelayMs) yield { delayMs: options.tokenDelayMs };
+        yield { send: chunk(context, { content: text }) };
+      }
+      yield { hold: true };
+    },
+  };
+}
+
+/** The captures' folder: `tests/fixtures/llama-server`, else `../shared/fixtures/llama-server` beside the repository; null when neither exists. */
+export function fixturesDir(): string | null {
+  const candidates = [
+    new URL("./fixtures/llama-server/", import.meta.url),
+    new URL("../../shared/fixtures/llama-server/", import.meta.url),
+  ];
+  for (const url of candidates) {
+    try {
+      if (Deno.statSync(url).isDirectory) {
+        return decodeURIComponent(url.pathname);
+      }
+    } catch {
+      // Not there: try the next place.
+    }
+  }
+  return null;
+}
+
+/** Plays a captured `.sse`/`.body` file event by event, with the status and content type of its `.headers.txt`. */
+export function fixture(
+  path: string,
+  options: { tokenDelayMs?: number } = {},
+): Script {
+  const text = Deno.readTextFileSync(path);
+  let status = 200;
+  let type = "text/event-stream";
+  try {
+    const head = Deno.readTextFileSync(
+      path.replace(/\.(sse|body|json)$/, ".headers.txt"),
+    );
+    status = Number(head.match(/^HTTP\/\S+ (\d{3})/)?.[1] ?? 200);
+    type = head.match(/^content-type: *(.*?)\r?$/im)?.[1] ?? type;
+  } catch {
+    // No headers captured: a 200 event stream.
+  }
+  if (status !== 200 || !type.includes("text/event-stream")) {
+    return { status, headers: { "Content-Type": type }, body: text };
+  }
+  const events = text.split(/(?<=\n\n)/).filter((event) => event !== "");
+  return {
+    *steps() {
+      for (const event of events) {
+        if (options.tokenDelayMs) yield { delayMs: options.tokenDelayMs };
+        yield { send: event };
+      }
+    },
+  };
+}
+
+/** Cursor-style queue: each `next()` gets the next item, waiting if needed. */
+class Feed<T> {
+  readonly items: T[] = [];
+  #read = 0;
+  #waiters: ((item: T) => void)[] = [];
+
+  push(item: T): void {
+    this.items.push(item);
+    while (this.#waiters.length > 0 && this.#read < this.items.length) {
+      this.#waiters.shift()!(this.items[this.#read++]!);
+    }
+  }
+
+  next(): Promise<T> {
+    if (this.#read < this.items.length) {
+      return Promise.resolve(this.items[this.#read++]!);
+    }
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Runs steps into text chunks; pacing is measured from the start so late timers catch up. */
+async function* run(
+  steps: Iterable<Step> | AsyncIterable<Step>,
+  signal: AbortSignal,
+  beforeWait: () => void,
+): AsyncGenerator<string> {
+  let deadline = performance.now();
+  for await (const step of steps) {
+    if (signal.aborted) return;
+    if ("send" in step) {
+      yield step.send;
+      continue;
+    }
+    beforeWait();
+    if ("delayMs" in step) {
+      // After a long hiccup, start pacing afresh rather than bursting.
+      deadline = Math.max(deadline, performance.now() - 100) + step.delayMs;
+      const wait = deadline - performance.now();
+      if (wait >= 1) await sleep(wait, signal);
+    } else if ("hold" in step) {
+      await sleep(2 ** 31 - 1, signal);
+      return;
+    } else {
+      throw CUT;
+    }
+  }
+}
+
+const SINGLE_ID = "/srv/models/tiny.gguf";
+
+/** The fake llama-server; `await using llm = await FakeLlm.start()`. */
+export class FakeLlm implements AsyncDisposable {
+  /** Base URL, e.g. http://127.0.0.1:40123. */
+  readonly url: string;
+  /** Every request, in arrival order. */
+  readonly requests: RecordedRequest[] = [];
+  /** Models a request made the router load (naming a model that was not loaded). */
+  readonly autoloads: string[] = [];
+  readonly mode: "single" | "router";
+  #models: FakeModel[];
+  readonly #queue: Script[] = [];
+  readonly #defaultScript: Script;
+  readonly #overrides = new Map<string, Handler>();
+  readonly #all = new Feed<RecordedRequest>();
+  readonly #chats = new Feed<RecordedRequest>();
+  readonly #aborts = new Feed<RecordedRequest>();
+  readonly #closing = new AbortController();
+  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+
+  private constructor(options: FakeLlmOptions) {
+    this.mode = options.mode ?? "single";
+    this.#models = options.models ??
+      (this.mode === "single"
+        ? [{ id: SINGLE_ID }]
+        : [{ id: "tiny-a", status: "loaded" }, {
+          id: "tiny-b",
+          status: "unloaded",
+        }]);
+    this.#defaultScript = options.defaultScript ??
+      reply({ content: ["Hello", " there", "."] });
+    this.#server = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      signal: this.#closing.signal,
+      onListen() {},
+      onError: () =>
+        new Response(errorBody(500), { status: 500, headers: JSON_HEADERS }),
+    }, (request) => this.#handle(request));
+    this.url = `http://127.0.0.1:${this.#server.addr.port}`;
+  }
+
+  /** Starts listening on an ephemeral loopback port. */
+  static start(options: FakeLlmOptions = {}): Promise<FakeLlm> {
+    return Promise.resolve(new FakeLlm(options));
+  }
+
+  /** The models now served; a copy. */
+  get models(): FakeModel[] {
+    return this.#models.map((model) => ({ ...model }));
+  }
+
+  /** Replaces the model list (e.g. a router unloading a model mid-test). */
+  setModels(models: FakeModel[]): void {
+    this.#models = models.map((model) => ({ ...model }));
+  }
+
+  /** Chat requests so far. */
+  get chats(): RecordedRequest[] {
+    return this.#chats.items;
+  }
+
+  /** Queues chat answers, one per request, in order. */
+  enqueue(...scripts: Script[]): void {
+    this.#queue.push(...scripts);
+  }
+
+  /** Answers `pathname` with `handler` instead (null restores the built-in route). */
+  override(pathname: string, handler: Handler | null): void {
+    if (handler) this.#overrides.set(pathname, handler);
+    else this.#overrides.delete(pathname);
+  }
+
+  /** The next request not yet returned by this method. */
+  nextRequest(): Promise<RecordedRequest> {
+    return this.#all.next();
+  }
+
+  /** The next chat request not yet returned by this method. */
+  nextChat(): Promise<RecordedRequest> {
+    return this.#chats.next();
+  }
+
+  /** The next request the client abandoned, in abort order. */
+  nextAbort(): Promise<RecordedRequest> {
+    return this.#aborts.next();
+  }
+
+  /** Stops the server; held streams end. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#closing.abort();
+    await this.#server.finished;
+  }
+
+  async #handle(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const text = await request.text();
+    let body: unknown;
+    try {
+      body = text === "" ? undefined : JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    const aborted = Promise.withResolvers<number>();
+    const done = Promise.withResolvers<"completed" | "aborted">();
+    const record: RecordedRequest = {
+      method: request.method,
+      path: url.pathname + url.search,
+      url,
+      text,
+      body,
+      at: performance.now(),
+      abortedAt: null,
+      aborted: aborted.promise,
+      done: done.promise,
+    };
+    let over = false;
+    const finish = (how: "completed" | "aborted") => {
+      if (over) return;
+      over = true;
+      if (how === "aborted") {
+        record.abortedAt = performance.now();
+        aborted.resolve(record.abortedAt);
+        this.#aborts.push(record);
+      }
+      done.resolve(how);
+    };
+    this.requests.push(record);
+    this.#all.push(record);
+    const isChat = request.method === "POST" &&
+      /^(\/v1)?\/chat\/completions$/.test(url.pathname);
+    if (isChat) this.#chats.push(record);
+    const override = this.#overrides.get(url.pathname);
+    if (override) {
+      finish("completed");
+      return await override(request, record);
+    }
+    if (!isChat) {
+      finish("completed");
+      return this.#get(url);
+    }
+    return this.#chat(request, url, body, finish);
+  }
+
+  #json(value: unknown, status = 200): Response {
+    const text = typeof value === "string" ? value : JSON.stringify(value);
+    return new Response(text, { status, headers: JSON_HEADERS });
+  }
+
+  #get(url: URL): Response {
+    switch (url.pathname) {
+      case "/health":
+        return this.#json({ status: "ok" });
+      case "/models":
+      case "/v1/models":
+        return this.#json(this.#modelList());
+      case "/props":
+        return this.#props(url);
+      default:
+        return this.#json(errorBody(404), 404);
+    }
+  }
+
+  #modelList(): unknown {
+    const created = Math.floor(Date.now() / 1000);
+    const meta = (model: FakeModel) => ({
+      vocab_type: true,
+      n_vocab: 50272,
+      n_ctx: model.nCtx ?? 4096,
+      n_ctx_train: model.nCtx ?? 4096,
+      n_embd: 64,
+      n_params: 6517056,
+      size: 26068224,
+      ftype: "all F32",
+    });
+    if (this.mode === "single") {
+      const model = this.#models[0] ?? { id: SINGLE_ID };
+      return {
+        models: [{
+          name: model.id,
+          model: model.id,
+          type: "model",
+          capabilities: ["completion"],
+        }],
+        object: "list",
+        data: [{
+          id: model.id,
+          aliases: [model.id],
+          tags: [],
+          object: "model",
+          created,
+          owned_by: "llamacpp",
+          meta: meta(model),
+        }],
+      };
+    }
+    return {
+      data: this.#models.map((model) => {
+        const status = model.status ?? "loaded";
+        const awake = status === "loaded" || status === "sleeping";
+        return {
+          id: model.id,
+          aliases: [],
+          tags: [],
+          object: "model",
+          owned_by: "llamacpp",
+          created,
+          status: {
+            value: status,
+            args: ["llama-server", "--alias", model.id],
+            ...(model.failed ? { exit_code: 1, failed: true } : {}),
+          },
+          source: "models_dir",
+          can_remove: false,
+          ...(awake ? { meta: meta(model) } : {}),
+        };
+      }),
+      object: "list",
+    };
+  }
+
+  #modelProps(model: FakeModel): unknown {
+    return {
+      default_generation_settings: { params: {}, n_ctx: model.nCtx ?? 4096 },
+      total_slots: 4,
+      model_alias: model.id,
+      model_path: model.id,
+      build_info: "b0-unknown",
+      is_sleeping: model.status === "sleeping",
+    };
+  }
+
+  /** A router's answer to naming `id`: the model, or the error it sends. */
+  #resolve(id: unknown, url: URL): FakeModel | Response {
+    if (typeof id !== "string" || id === "") {
+      return this.#json(
+        errorBody(400, "model name is missing from the request"),
+        400,
+      );
+    }
+    const model = this.#models.find((m) => m.id === id);
+    if (!model) {
+      return this.#json(errorBody(400, `model '${id}' not found`), 400);
+    }
+    const status = model.status ?? "loaded";
+    if (status === "loaded" || status === "sleeping") return model;
+    if (url.searchParams.get("autoload") === "false") {
+      return this.#json(errorBody(400, "model is not loaded"), 400);
+    }
+    // What a real router does here is load it, swapping another model out.
+    this.autoloads.push(id);
+    if (model.failed) {
+      return this.#json(errorBody(500, `model name=${id} failed to load`), 500);
+    }
+    model.status = "loaded";
+    return model;
+  }
+
+  #props(url: URL): Response {
+    if (this.mode === "single") {
+      return this.#json(this.#modelProps(this.#models[0] ?? { id: SINGLE_ID }));
+    }
+    if (!url.searchParams.has("model")) {
+      return this.#json({
+        role: "router",
+        max_instances: 4,
+        models_autoload: true,
+        model_alias: "llama-server",
+        model_path: "none",
+        default_generation_settings: { params: null, n_ctx: 0 },
+        build_info: "b0-unknown",
+      });
+    }
+    const model = this.#resolve(url.searchParams.get("model"), url);
+    return model instanceof Response
+      ? model
+      : this.#json(this.#modelProps(model));
+  }
+
+  async #chat(
+    request: Request,
+    url: URL,
+    body: unknown,
+    finish: (how: "completed" | "aborted") => void,
+  ): Promise<Response> {
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      finish("completed");
+      return this.#json(errorBody(400, "Failed to parse the request"), 400);
+    }
+    const fields = body as Record<string, unknown>;
+    let model = this.#models[0]?.id ?? SINGLE_ID;
+    if (this.mode === "router") {
+      const resolved = this.#resolve(fields.model, url);
+      if (resolved instanceof Response) {
+        finish("completed");
+        return resolved;
+      }
+      resolved.status = "loaded";
+      model = resolved.id;
+    }
+    const script = this.#queue.shift() ?? this.#defaultScript;
+    if ("body" in script) {
+      finish("completed");
+      return new Response(script.body, {
+        status: script.status,
+        headers: { ...JSON_HEADERS, ...script.headers },
+      });
+    }
+    const options = fields.stream_options;
+    const context: ChatContext = {
+      body: fields,
+      model,
+      includeUsage: typeof options === "object" && options !== null &&
+        (options as Record<string, unknown>).include_usage === true,
+      id: `chatcmpl-${randomId()}`,
+      created: Math.floor(Date.now() / 1000),
+    };
+    const gone = new AbortController();
+    const signal = AbortSignal.any([gone.signal, this.#closing.signal]);
+    const leave = () => {
+      finish("aborted");
+      gone.abort();
+    };
+    // Like llama-server, send the headers only with the first chunk; until
+    // then only the request's signal tells that the client went away. It is
+    // watched only when the script waits before its first chunk, as Deno
+    // warns once about any request whose signal was touched.
+    let watching = false;
+    let started = false;
+    const watch = () => {
+      if (started || watching) return;
+      watching = true;
+      request.signal.addEventListener("abort", leave);
+      if (request.signal.aborted) leave();
+    };
+    const chunks = run(script.steps(context), signal, watch);
+    let first: IteratorResult<string> | typeof CUT;
+    try {
+      first = await chunks.next();
+    } catch (error) {
+      if (error !== CUT) throw error;
+      first = CUT;
+    } finally {
+      started = true;
+      if (watching) request.signal.removeEventListener("abort", leave);
+    }
+    if (gone.signal.aborted) {
+      await chunks.return(undefined);
+      return new Response(null);
+    }
+    let closed = false;
+    // A client that closes once it has read [DONE] completed the reply.
+    let delivered = false;
+    const send = (
+      controller: ReadableStreamDefaultController<Uint8Array>,
+      text: string,
+    ) => {
+      if (text.includes("data: [DONE]")) delivered = true;
+      controller.enqueue(encoder.encode(text));
+    };
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        if (first === CUT || first.done) {
+          closed = true;
+          finish("completed");
+          if (first === CUT) controller.error(undefined);
+          else controller.close();
+        } else {
+          send(controller, first.value);
+        }
+      },
+      async pull(controller) {
+        try {
+          const next = await chunks.next();
+          if (closed) return;
+          if (next.done) {
+            closed = true;
+            finish("completed");
+            controller.close();
+          } else {
+            send(controller, next.value);
+          }
+        } catch (error) {
+          if (closed) return;
+          closed = true;
+          finish("completed");
+          // An error without a reason drops the connection quietly.
+          controller.error(error === CUT ? undefined : error);
+        }
+      },
+      async cancel() {
+        closed = true;
+        if (delivered) finish("completed");
+        else leave();
+        await chunks.return(undefined);
+      },
+    }, { highWaterMark: 0 });
+    return new Response(stream, {
+      headers: { ...SSE_HEADERS, ...script.headers },
+    });
+  }
+}

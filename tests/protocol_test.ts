@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import {
+  DEFAULT_SEARCH_LIMIT,
+  parseCommand,
+  parseLine,
+} from "../src/protocol.ts";
+
+Deno.test("parseLine answers bad command for anything that is not an object with a string type", () => {
+  for (
+    const line of [
+      "",
+      "{",
+      "[]",
+      "3",
+      "null",
+      '"x"',
+      "true",
+      "{}",
+      '{"type":3}',
+      '{"type":null}',
+    ]
+  ) {
+    assert.deepEqual(
+      parseLine(line),
+      { ok: false, message: "bad command" },
+      line,
+    );
+  }
+});
+
+Deno.test("parseLine names an unknown command", () => {
+  assert.deepEqual(parseLine('{"type":"dance"}'), {
+    ok: false,
+    message: "unknown command dance",
+  });
+});
+
+Deno.test("ask needs string text and ignores blank text", () => {
+  assert.deepEqual(parseCommand({ type: "ask" }), {
+    ok: false,
+    message: "bad text",
+  });
+  assert.deepEqual(parseCommand({ type: "ask", text: 5 }), {
+    ok: false,
+    message: "bad text",
+  });
+  assert.deepEqual(parseCommand({ type: "ask", text: " \n\t" }), {
+    ok: true,
+    command: null,
+  });
+  assert.deepEqual(parseCommand({ type: "ask", text: " hi " }), {
+    ok: true,
+    command: { type: "ask", text: " hi " },
+  });
+});
+
+Deno.test("open and delete need an integer id", () => {
+  for (const type of ["open", "delete"]) {
+    for (const id of [undefined, "1", 1.5, NaN, null, 2 ** 60, [1]]) {
+      assert.deepEqual(parseCommand({ type, id }), {
+        ok: false,
+        message: "bad id",
+      }, `${type} ${id}`);
+    }
+    assert.deepEqual(parseCommand({ type, id: -3 }), {
+      ok: true,
+      command: { type, id: -3 },
+    });
+  }
+});
+
+Deno.test("search needs a string query and defaults its limit", () => {
+  assert.deepEqual(parseCommand({ type: "search" }), {
+    ok: false,
+    message: "bad query",
+  });
+  assert.deepEqual(parseCommand({ type: "search", q: 1 }), {
+    ok: false,
+    message: "bad query",
+  });
+  assert.deepEqual(parseCommand({ type: "search", q: "x", limit: 0 }), {
+    ok: false,
+    message: "bad limit",
+  });
+  assert.deepEqual(parseCommand({ type: "search", q: "x" }), {
+    ok: true,
+    command: { type: "search", q: "x", limit: DEFAULT_SEARCH_LIMIT },
+  });
+});
+
+Deno.test("list takes an optional positive limit", () => {
+  assert.deepEqual(parseCommand({ type: "list" }), {
+    ok: true,
+    command: { type: "list" },
+  });
+  assert.deepEqual(parseCommand({ type: "list", limit: 2 }), {
+    ok: true,
+    command: { type: "list", limit: 2 },
+  });
+  assert.deepEqual(parseCommand({ type: "list", limit: "2" }), {
+    ok: false,
+    message: "bad limit",
+  });
+});
+
+Deno.test("stop, new and ping carry no fields", () => {
+  for (const type of ["stop", "new", "ping"]) {
+    assert.deepEqual(parseCommand({ type, extra: 1 }), {
+      ok: true,
+      command: { type },
+    });
+  }
+});

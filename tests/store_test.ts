@@ -1,0 +1,594 @@
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { join } from "node:path";
+import { AssistantError } from "../src/errors.ts";
+import { SCHEMA_VERSION, Store, type StoredTurn } from "../src/store.ts";
+
+function turn(user: string, reply: string, tools: string[] = []): StoredTurn {
+  return {
+    user,
+    reply,
+    tools,
+    messages: [
+      { role: "user", content: `[2026-01-01 10:00] ${user}` },
+      { role: "assistant", content: reply },
+    ],
+  };
+}
+
+/** A clock that moves one minute per call, so `updated` orders saves. */
+function clock(startSeconds = 1_700_000_000): () => number {
+  let t = startSeconds * 1000;
+  return () => (t += 60_000);
+}
+
+function mode(path: string): number {
+  return (Deno.statSync(path).mode ?? 0) & 0o777;
+}
+
+/** Where a store may live: a real temporary file, and SQLite's in-memory one. */
+const places: { name: string; path: () => string; cleanup: () => void }[] = [
+  (() => {
+    let dir = "";
+    return {
+      name: "file",
+      path: () => {
+        dir = Deno.makeTempDirSync();
+        return join(dir, "data", "history.db");
+      },
+      cleanup: () => Deno.removeSync(dir, { recursive: true }),
+    };
+  })(),
+  { name: ":memory:", path: () => ":memory:", cleanup: () => {} },
+];
+
+for (const place of places) {
+  Deno.test(`store (${place.name}): two conversations are listed newest first and open turn for turn`, () => {
+    try {
+      using store = new Store(place.path(), { now: clock() });
+      const first = store.saveTurn(
+        null,
+        turn("  What   is the\tweather like in Rome today?", "Sunny, 24 °C.", [
+          "weather",
+        ]),
+      );
+      const second = store.saveTurn(null, turn("Tell me a joke", "No."));
+      assert.equal(
+        store.saveTurn(first, turn("And tomorrow?", "Rain.")),
+        first,
+      );
+      assert.notEqual(first, second);
+
+      const items = store.list();
+      assert.deepEqual(items.map((i) => i.id), [first, second]);
+      assert.deepEqual(items.map((i) => i.title), [
+        "What is the weather like in",
+        "Tell me a joke",
+      ]);
+      assert.equal(items[0]?.updated, 1_700_000_000 + 180);
+      assert.deepEqual(store.list(1).map((i) => i.id), [first]);
+
+      const opened = store.open(first);
+      assert.deepEqual(opened?.turns, [
+        {
+          user: "  What   is the\tweather like in Rome today?",
+          reply: "Sunny, 24 °C.",
+          tools: ["weather"],
+        },
+        { user: "And tomorrow?", reply: "Rain.", tools: [] },
+      ]);
+      assert.deepEqual(opened?.messages, [
+        turn("  What   is the\tweather like in Rome today?", "Sunny, 24 °C.")
+          .messages,
+        turn("And tomorrow?", "Rain.").messages,
+      ]);
+      assert.deepEqual(store.open(second)?.turns.length, 1);
+      assert.equal(store.open(9999), null);
+      assert.equal(store.exists(second), true);
+      assert.equal(store.exists(9999), false);
+    } finally {
+      place.cleanup();
+    }
+  });
+
+  Deno.test(`store (${place.name}): equal update times list the newer conversation first`, () => {
+    try {
+      using store = new Store(place.path(), { now: () => 1_000_000 });
+      const a = store.saveTurn(null, turn("one", "1"));
+      const b = store.saveTurn(null, turn("two", "2"));
+      assert.deepEqual(store.list().map((i) => i.id), [b, a]);
+      assert.equal(store.list()[0]?.updated, 1000);
+    } finally {
+      place.cleanup();
+    }
+  });
+
+  Deno.test(`store (${place.name}): a turn for a deleted conversation is refused and nothing is saved`, () => {
+    try {
+      using store = new Store(place.path(), { now: clock() });
+      const id = store.saveTurn(null, turn("first question", "answer"));
+      assert.equal(store.delete(id), true);
+      assert.equal(store.delete(id), false);
+      assert.throws(
+        () => store.saveTurn(id, turn("late reply", "lost")),
+        (e) =>
+          e instanceof AssistantError && e.message === "no such conversation",
+      );
+      assert.deepEqual(store.list(), []);
+      assert.deepEqual(store.search("late"), []);
+      // The connection is usable after the rollback.
+      const next = store.saveTurn(null, turn("again", "fine"));
+      assert.deepEqual(store.list().map((i) => i.id), [next]);
+    } finally {
+      place.cleanup();
+    }
+  });
+
+  Deno.test(`store (${place.name}): search folds accents, completes half-typed words and marks matches`, () => {
+    try {
+      using store = new Store(place.path(), { now: clock() });
+      const rome = store.saveTurn(
+        null,
+        turn("Com'è la città di Roma?", "Bella e antica."),
+      );
+      const why = store.saveTurn(
+        null,
+        turn("Perché il cielo è blu?", "Per la diffusione di Rayleigh."),
+      );
+      const code = store.saveTurn(
+        null,
+        turn("How do I reverse a list?", "Use the reversed builtin."),
+      );
+
+      const citta = store.search("citta");
+      assert.deepEqual(citta.map((h) => h.id), [rome]);
+      assert.equal(citta[0]?.title, "Com'è la città di Roma?");
+      assert.match(citta[0]?.snippet ?? "", /\*\*città\*\*/);
+      assert.deepEqual(store.search("perche").map((h) => h.id), [why]);
+      assert.deepEqual(store.search("PERCHÉ").map((h) => h.id), [why]);
+      assert.deepEqual(store.search("diffus").map((h) => h.id), [why]);
+      assert.deepEqual(store.search("revers").map((h) => h.id), [code]);
+      assert.match(store.search("revers")[0]?.snippet ?? "", /\*\*reverse\*\*/);
+      assert.deepEqual(store.search("reverse a li").map((h) => h.id), [code]);
+      assert.deepEqual(store.search("list reverse"), []);
+      assert.deepEqual(store.search(""), []);
+      assert.deepEqual(store.search("   \n"), []);
+      assert.deepEqual(store.search("zebra"), []);
+    } finally {
+      place.cleanup();
+    }
+  });
+}
+
+Deno.test("store: search returns one row per conversation, questions weighted above replies", () => {
+  using store = new Store(":memory:", { now: clock() });
+  const inQuestion = store.saveTurn(
+    null,
+    turn("Which volcano erupted in 79?", "Vesuvius did, burying Pompeii."),
+  );
+  const inReply = store.saveTurn(
+    null,
+    turn("Tell me about Naples", "It lies under a volcano, Vesuvius."),
+  );
+  // Several matching turns in one conversation still make one result.
+  store.saveTurn(inReply, turn("More?", "Another volcano: Campi Flegrei."));
+  store.saveTurn(inReply, turn("More?", "Yes, a volcano again."));
+
+  const hits = store.search("volcano");
+  assert.deepEqual(hits.map((h) => h.id), [inQuestion, inReply]);
+  assert.match(hits[0]?.snippet ?? "", /\*\*volcano\*\*/);
+  assert.deepEqual(store.search("volcano", 1).map((h) => h.id), [inQuestion]);
+});
+
+Deno.test("store: a snippet is cut around the match with an ellipsis", () => {
+  using store = new Store(":memory:");
+  const words = Array.from({ length: 80 }, (_, i) => `word${i}`);
+  words[40] = "needle";
+  store.saveTurn(null, turn("A long one", words.join(" ")));
+  const [hit] = store.search("needle");
+  assert.ok(hit);
+  assert.match(hit.snippet, /^….*\*\*needle\*\*.*…$/);
+  assert.ok(hit.snippet.split(" ").length <= 12);
+});
+
+/** Folds and splits text the way unicode61 with remove_diacritics does, for plain Latin text. */
+function tokens(text: string): string[] {
+  return text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase()
+    .match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** Whether `text` holds the query's tokens as one phrase, the last one as a prefix. */
+function literally(text: string, q: string): boolean {
+  const want = tokens(q);
+  const have = tokens(text);
+  if (want.length === 0) return false;
+  const last = want.length - 1;
+  for (let i = 0; i + last < have.length; i++) {
+    if (
+      want.every((w, j) =>
+        j === last ? have[i + j]?.startsWith(w) : have[i + j] === w
+      )
+    ) return true;
+  }
+  return false;
+}
+
+const HOSTILE_CORPUS: [string, string][] = [
+  ["secret plans for user", "the answer is near the end"],
+  ["apples or pears", "apples and pears, not plums"],
+  ["a or b", "literally the words a or b"],
+  ["NEAR the station", "turn left near the bridge"],
+  ["reply: hello", "user: greetings, see x"],
+  ["star * power", 'quote " inside'],
+  ["minus -x", "caret ^start and (paren)"],
+];
+
+const HOSTILE_QUERIES = [
+  '"',
+  '""',
+  '"""',
+  "*",
+  "**",
+  "NEAR(",
+  "NEAR(apples pears)",
+  "NEAR(apples pears, 2)",
+  "apples OR pears",
+  "a OR b",
+  "apples AND pears",
+  "apples NOT plums",
+  "-x",
+  "minus -x",
+  "^start",
+  "^the",
+  "user:",
+  "user: secret",
+  "reply:hello",
+  "{user reply}: answer",
+  ")",
+  "(",
+  "(paren",
+  '"unbalanced',
+  'unbalanced"',
+  'pears" OR "plums',
+  "the*",
+  "+",
+  ":",
+  "\0",
+  "near\0the",
+  "\uD800",
+  "...",
+  "—",
+  "😀",
+];
+
+Deno.test("store: FTS syntax in a query never raises and matches only the literal text", () => {
+  using store = new Store(":memory:", { now: clock() });
+  const ids = HOSTILE_CORPUS.map(([u, r]) => store.saveTurn(null, turn(u, r)));
+  for (const q of HOSTILE_QUERIES) {
+    const expected = ids.filter((_, i) => {
+      const [u, r] = HOSTILE_CORPUS[i] ?? ["", ""];
+      return literally(u, q) || literally(r, q);
+    });
+    const found = store.search(q).map((h) => h.id).sort((a, b) => a - b);
+    assert.deepEqual(found, expected, `query ${JSON.stringify(q)}`);
+  }
+  // "a OR b" as syntax would match every turn holding an "a" word.
+  assert.equal(store.search("a OR b").length, 1);
+});
+
+Deno.test("store: random strings of FTS syntax never raise and never widen the match", () => {
+  using store = new Store(":memory:", { now: clock() });
+  const ids = HOSTILE_CORPUS.map(([u, r]) => store.saveTurn(null, turn(u, r)));
+  const pieces = [
+    '"',
+    "*",
+    "(",
+    ")",
+    ":",
+    "^",
+    "-",
+    "+",
+    "{",
+    "}",
+    ",",
+    " ",
+    " OR ",
+    " AND ",
+    " NOT ",
+    "NEAR",
+    "user",
+    "reply",
+    "apples",
+    "pears",
+    "a",
+    "the",
+    "x",
+  ];
+  let seed = 7;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648);
+  for (let n = 0; n < 500; n++) {
+    let q = "";
+    const length = 1 + (next() % 8);
+    for (let i = 0; i < length; i++) q += pieces[next() % pieces.length];
+    const found = store.search(q).map((h) => h.id);
+    for (const id of found) {
+      const [u, r] = HOSTILE_CORPUS[ids.indexOf(id)] ?? ["", ""];
+      assert.ok(
+        literally(u, q) || literally(r, q),
+        `query ${JSON.stringify(q)} matched conversation ${id}`,
+      );
+    }
+  }
+});
+
+Deno.test("store: a delete removes the conversation's rows from turns and from turns_fts", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, { now: clock() });
+    const gone = store.saveTurn(null, turn("tell me about otters", "Otters!"));
+    store.saveTurn(gone, turn("and beavers?", "Beavers build dams."));
+    const kept = store.saveTurn(null, turn("otters again", "Still otters."));
+    assert.equal(store.search("otters").length, 2);
+
+    assert.equal(store.delete(gone), true);
+    assert.deepEqual(store.search("otters").map((h) => h.id), [kept]);
+    assert.deepEqual(store.search("beavers"), []);
+    assert.equal(store.open(gone), null);
+    assert.deepEqual(store.list().map((i) => i.id), [kept]);
+    assert.deepEqual(store.integrityCheck(), []);
+
+    const raw = new DatabaseSync(path, { readOnly: true });
+    try {
+      const left = raw.prepare("SELECT count(*) AS n FROM turns WHERE conv = ?")
+        .get(gone);
+      assert.equal(left?.n, 0);
+      // The index itself, not only the content table, lost the words.
+      const indexed = raw.prepare(
+        "SELECT count(*) AS n FROM turns_fts WHERE turns_fts MATCH 'beavers'",
+      ).get();
+      assert.equal(indexed?.n, 0);
+    } finally {
+      raw.close();
+    }
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: integrityCheck reports an index that disagrees with its table", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path);
+    store.saveTurn(null, turn("kept question", "kept reply"));
+    assert.deepEqual(store.integrityCheck(), []);
+    const raw = new DatabaseSync(path);
+    try {
+      // A change made behind the triggers' back.
+      raw.exec("DROP TRIGGER turns_au");
+      raw.exec("UPDATE turns SET reply = 'something else entirely'");
+    } finally {
+      raw.close();
+    }
+    const problems = store.integrityCheck();
+    assert.equal(problems.length, 1);
+    assert.match(problems[0] ?? "", /full-text index/);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: modes are enforced on every open, data survives reopening, the journal is WAL", () => {
+  const root = Deno.makeTempDirSync();
+  try {
+    const dir = join(root, "nested", "desktop-assistant");
+    const path = join(dir, "history.db");
+    let id: number;
+    {
+      using store = new Store(path, { now: clock() });
+      id = store.saveTurn(null, turn("remember the milk", "Noted."));
+      assert.equal(mode(dir), 0o700);
+      assert.equal(mode(path), 0o600);
+      assert.equal(mode(`${path}-wal`), 0o600);
+      assert.equal(mode(`${path}-shm`), 0o600);
+      assert.equal(store.path, path);
+    }
+    // Loosened by hand (or by a backup tool), then reopened.
+    Deno.chmodSync(dir, 0o755);
+    Deno.chmodSync(path, 0o644);
+    Deno.writeFileSync(`${path}-wal`, new Uint8Array());
+    Deno.chmodSync(`${path}-wal`, 0o666);
+    {
+      using store = new Store(path);
+      assert.equal(mode(dir), 0o700);
+      assert.equal(mode(path), 0o600);
+      assert.equal(mode(`${path}-wal`), 0o600);
+      assert.equal(mode(`${path}-shm`), 0o600);
+      assert.deepEqual(store.open(id)?.turns, [
+        { user: "remember the milk", reply: "Noted.", tools: [] },
+      ]);
+      assert.deepEqual(store.search("milk").map((h) => h.id), [id]);
+
+      const raw = new DatabaseSync(path, { readOnly: true });
+      try {
+        assert.equal(
+          raw.prepare("PRAGMA journal_mode").get()?.journal_mode,
+          "wal",
+        );
+        assert.equal(
+          raw.prepare("PRAGMA user_version").get()?.user_version,
+          SCHEMA_VERSION,
+        );
+      } finally {
+        raw.close();
+      }
+    }
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("store: a symlink at the database path is refused and its target untouched", () => {
+  const root = Deno.makeTempDirSync();
+  try {
+    const target = join(root, "elsewhere.db");
+    Deno.writeTextFileSync(target, "not yours");
+    Deno.chmodSync(target, 0o644);
+    const dir = join(root, "data");
+    Deno.mkdirSync(dir);
+    const path = join(dir, "history.db");
+    Deno.symlinkSync(target, path);
+
+    assert.throws(
+      () => new Store(path),
+      (e) => e instanceof AssistantError && /symbolic link/.test(e.message),
+    );
+    assert.equal(Deno.readTextFileSync(target), "not yours");
+    assert.equal(mode(target), 0o644);
+    assert.equal(Deno.lstatSync(path).isSymlink, true);
+
+    // A dangling link is refused too, and nothing is created at its target.
+    const missing = join(root, "missing.db");
+    Deno.removeSync(path);
+    Deno.symlinkSync(missing, path);
+    assert.throws(() => new Store(path), AssistantError);
+    assert.throws(() => Deno.lstatSync(missing), Deno.errors.NotFound);
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("store: a symlink at the -wal path is refused before SQLite follows it", () => {
+  const root = Deno.makeTempDirSync();
+  try {
+    const target = join(root, "victim");
+    Deno.writeTextFileSync(target, "keep me");
+    const path = join(root, "history.db");
+    Deno.symlinkSync(target, `${path}-wal`);
+    assert.throws(
+      () => new Store(path),
+      (e) => e instanceof AssistantError && e.message.includes("-wal"),
+    );
+    assert.equal(Deno.readTextFileSync(target), "keep me");
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("store: a database from a newer schema is refused with a clear error", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    new Store(path).close();
+    const raw = new DatabaseSync(path);
+    raw.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`);
+    raw.close();
+    assert.throws(
+      () => new Store(path),
+      (e) =>
+        e instanceof AssistantError && /upgrade the daemon/.test(e.message),
+    );
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: a turn with unreadable stored JSON still opens", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path);
+    const id = store.saveTurn(null, turn("question", "answer", ["date"]));
+    const raw = new DatabaseSync(path);
+    raw.exec("UPDATE turns SET tools = 'oops', messages = '{'");
+    raw.close();
+    const opened = store.open(id);
+    assert.deepEqual(opened?.turns, [
+      { user: "question", reply: "answer", tools: [] },
+    ]);
+    assert.deepEqual(opened?.messages, [[
+      { role: "user", content: "question" },
+      { role: "assistant", content: "answer" },
+    ]]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: bounded search ranks exactly under the cap and the newest matches past it", () => {
+  // Conversation 1 is the best match (the word in its question, twice) and
+  // the oldest; twenty weaker matches follow, one per conversation.
+  const build = (rankCap: number) => {
+    const store = new Store(":memory:", { now: clock(), rankCap });
+    const best = store.saveTurn(
+      null,
+      turn("kiwi kiwi", "A fruit."),
+    );
+    const weak: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      weak.push(
+        store.saveTurn(
+          null,
+          turn(`question ${i}`, `a long reply ${"filler ".repeat(i)} kiwi`),
+        ),
+      );
+    }
+    return { store, best, weak };
+  };
+
+  {
+    // 21 matches under a cap of 50: exact bm25 over the whole history.
+    const { store, best, weak } = build(50);
+    using _ = store;
+    const hits = store.search("kiwi", 10).map((h) => h.id);
+    assert.equal(hits.length, 10);
+    assert.equal(hits[0], best);
+    // Among the replies, shorter ones rank higher: weak[0] has no filler.
+    assert.deepEqual(hits.slice(1), weak.slice(0, 9));
+  }
+  {
+    // 21 matches over a cap of 5: only the newest matching turns are
+    // ranked, reaching back until the limit's ten conversations are there.
+    const { store, best, weak } = build(5);
+    using _ = store;
+    const hits = store.search("kiwi", 10).map((h) => h.id);
+    assert.equal(hits.length, 10);
+    assert.ok(!hits.includes(best));
+    assert.deepEqual(
+      [...hits].sort((a, b) => a - b),
+      weak.slice(10).sort((a, b) => a - b),
+    );
+    // Inside the window the order is still bm25: shorter replies first.
+    assert.deepEqual(hits, weak.slice(10));
+    // A limit under the cap ranks only the newest five.
+    const three = store.search("kiwi", 3).map((h) => h.id);
+    assert.deepEqual(three, weak.slice(15, 18));
+    // A query narrow enough to fall under the cap finds the old best again.
+    assert.deepEqual(store.search("kiwi kiwi").map((h) => h.id), [best]);
+  }
+});
+
+Deno.test("store: a long conversation past the cap does not hide the others", () => {
+  using store = new Store(":memory:", { now: clock(), rankCap: 4 });
+  const other = store.saveTurn(null, turn("lemon tart", "Bake it."));
+  const long = store.saveTurn(null, turn("lemon", "Lemons."));
+  for (let i = 0; i < 10; i++) store.saveTurn(long, turn("lemon", "More."));
+  const hits = store.search("lemon", 5).map((h) => h.id);
+  assert.deepEqual([...hits].sort((a, b) => a - b), [other, long]);
+});
+
+Deno.test("store: close is idempotent and the file reopens", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    const store = new Store(path);
+    store.saveTurn(null, turn("hello", "hi"));
+    store.close();
+    store.close();
+    using again = new Store(path);
+    assert.equal(again.list().length, 1);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
