@@ -157,7 +157,9 @@ export function inheritedEnv(): Record<string, string> {
   }
   // A moved HOME would move deno's cache and make the child download again.
   env.DENO_DIR = Deno.env.get("DENO_DIR") ??
-    `${Deno.env.get("XDG_CACHE_HOME") ?? `${Deno.env.get("HOME")}/.cache`}/deno`;
+    `${
+      Deno.env.get("XDG_CACHE_HOME") ?? `${Deno.env.get("HOME")}/.cache`
+    }/deno`;
   return env;
 }
 

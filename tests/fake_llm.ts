@@ -78,6 +78,8 @@ export interface FakeLlmOptions {
   models?: FakeModel[];
   /** The answer when the queue is empty; default a short "Hello there." */
   defaultScript?: Script;
+  /** Port to listen on (a server that "comes back" on a known port); default any free one. */
+  port?: number;
 }
 
 type Handler = (
@@ -474,7 +476,7 @@ export class FakeLlm implements AsyncDisposable {
       reply({ content: ["Hello", " there", "."] });
     this.#server = Deno.serve({
       hostname: "127.0.0.1",
-      port: 0,
+      port: options.port ?? 0,
       signal: this.#closing.signal,
       onListen() {},
       onError: () =>

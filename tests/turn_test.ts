@@ -180,7 +180,9 @@ Deno.test("an ask during a reply stops it first; a late client gets the pending 
   ]);
   await held.aborted;
   assert.deepEqual(events.at(-3), { type: "done", id: 1, stopped: false });
-  const lateEvents = await late.until((e) => e.type === "done" && e.stopped === false);
+  const lateEvents = await late.until((e) =>
+    e.type === "done" && e.stopped === false
+  );
   assert.deepEqual(
     lateEvents.filter((e) => e.type === "token").map((e) => e.delta).join(""),
     "Second answer.",
