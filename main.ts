@@ -4,11 +4,6 @@
  * starts the real command with exactly those). Every command returns its exit
  * code here, and the process ends at the one exit point at the bottom.
  */
-import { runAsk } from "./src/ask.ts";
-import { runChat } from "./src/chat.ts";
-import { runCheck } from "./src/check.ts";
-import { serve } from "./src/daemon.ts";
-import { launch, printFlags } from "./src/launch.ts";
 import { describeError, log } from "./src/log.ts";
 
 const USAGE = `usage: main.ts [command] [options]
@@ -24,18 +19,22 @@ const USAGE = `usage: main.ts [command] [options]
 async function main(args: string[]): Promise<number> {
   const [command = "serve", ...rest] = args;
   switch (command) {
+    // Each command loads only its own modules: the clients start fast and
+    // never pull in SQLite or the daemon's parts.
     case "serve":
-      return await serve();
+      return await (await import("./src/daemon.ts")).serve();
     case "chat":
-      return await runChat(rest);
+      return await (await import("./src/chat.ts")).runChat(rest);
+    case "chat-launch":
+      return await (await import("./src/chat.ts")).launchChat(rest);
     case "ask":
-      return await runAsk(rest);
+      return await (await import("./src/ask.ts")).runAsk(rest);
     case "flags":
-      return await printFlags(rest);
+      return await (await import("./src/launch.ts")).printFlags(rest);
     case "check":
-      return await runCheck(rest);
+      return await (await import("./src/check.ts")).runCheck(rest);
     case "launch":
-      return await launch(rest);
+      return await (await import("./src/launch.ts")).launch(rest);
     case "help":
     case "--help":
     case "-h":

@@ -15,7 +15,7 @@ import type {
   TurnView,
 } from "./protocol.ts";
 import type { Delta } from "./sse_stream.ts";
-import type { SearchHit, Store } from "./store.ts";
+import type { SearchHit, Store, StoredTurn } from "./store.ts";
 import { placeholder, runTool, type ToolOutcome } from "./tool_runner.ts";
 import { type ToolDef, toolSchemas } from "./tools.ts";
 
@@ -320,7 +320,7 @@ export class Assistant implements Disposable {
       }
 
       const conversation = reply.conversation;
-      const id = this.#options.store.saveTurn(conversation.id, {
+      const id = this.#save(conversation, {
         user: reply.pending.user,
         reply: reply.pending.reply,
         tools,
@@ -400,6 +400,15 @@ export class Assistant implements Disposable {
       id: call.id === "" ? `call_${index}` : call.id,
     }));
     return { content, calls };
+  }
+
+  #save(conversation: Conversation, turn: StoredTurn): number {
+    try {
+      return this.#options.store.saveTurn(conversation.id, turn);
+    } catch (error) {
+      if (error instanceof AssistantError) throw error;
+      throw new AssistantError("could not save the reply", { cause: error });
+    }
   }
 
   #runTool(call: ToolCall): Promise<ToolOutcome> {
