@@ -3,7 +3,7 @@ import { Assistant } from "./assistant.ts";
 import { type Env, loadConfig, resolvePaths } from "./config.ts";
 import { AssistantError } from "./errors.ts";
 import { LlmClient } from "./llm.ts";
-import { log } from "./log.ts";
+import { describeError, log } from "./log.ts";
 import { missingGrants } from "./permissions.ts";
 import { SearchWorker } from "./search_worker.ts";
 import { Server } from "./server.ts";
@@ -19,7 +19,8 @@ export interface DaemonOptions {
   stop?: Promise<string>;
 }
 
-function signals(): { promise: Promise<string>; dispose: () => void } {
+/** Resolves on SIGTERM or SIGINT with the signal's name; disposing removes the listeners. */
+function signals(): { promise: Promise<string> } & Disposable {
   const { promise, resolve } = Promise.withResolvers<string>();
   const handlers = (["SIGTERM", "SIGINT"] as const).map((name) => {
     const handler = () => resolve(name);
@@ -28,15 +29,59 @@ function signals(): { promise: Promise<string>; dispose: () => void } {
   });
   return {
     promise,
-    dispose: () =>
+    [Symbol.dispose]: () =>
       handlers.forEach(([name, handler]) =>
         Deno.removeSignalListener(name, handler)
       ),
   };
 }
 
+/**
+ * Logs an unhandled rejection or an uncaught error and keeps the daemon up:
+ * a fault in one part must not end every client's session.
+ */
+function survivingFaults(): Disposable {
+  const onRejection = (event: PromiseRejectionEvent) => {
+    event.preventDefault();
+    log.error("unhandled rejection", { error: describeError(event.reason) });
+  };
+  const onError = (event: ErrorEvent) => {
+    event.preventDefault();
+    log.error("uncaught error", {
+      error: describeError(event.error ?? event.message),
+    });
+  };
+  globalThis.addEventListener("unhandledrejection", onRejection);
+  globalThis.addEventListener("error", onError);
+  return {
+    [Symbol.dispose]: () => {
+      globalThis.removeEventListener("unhandledrejection", onRejection);
+      globalThis.removeEventListener("error", onError);
+    },
+  };
+}
+
+/** How long shutdown waits for a stopped reply (and a tool being killed) to wind down. */
+const SETTLE_MS = 5000;
+
+/** Resolves true once no reply is in flight, or false after `ms`. */
+async function settle(assistant: Assistant, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([assistant.settled().then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Runs the daemon until a signal; resolves to the exit code. */
 export async function serve(options: DaemonOptions = {}): Promise<number> {
+  // Both first, so a signal or a fault during start-up is handled as later.
+  using stopSignals = options.stop ? null : signals();
+  using _faults = survivingFaults();
   const paths = resolvePaths(options.env);
   const { config, warnings, file } = await loadConfig(paths);
   for (const warning of warnings) log.warn(warning);
@@ -67,29 +112,31 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     version: VERSION,
     emit: (event) => server?.broadcast(event),
   });
-  const stopSignals = options.stop ? null : signals();
-  try {
-    await using listening = await Server.listen({
-      path: paths.socketPath,
-      brain: assistant,
-      maxClients: config.max_clients,
-    });
-    server = listening;
-    log.info("listening", {
-      socket: paths.socketPath,
-      pid: Deno.pid,
-      version: VERSION,
-      config: file ?? "defaults",
-      tools: tools.length,
-      skipped: skipped.length,
-    });
-    const reason = await (options.stop ?? stopSignals!.promise);
-    log.info("stopping", { reason });
-    assistant.shutdown();
-    await listening.close();
-  } finally {
-    stopSignals?.dispose();
+  await using listening = await Server.listen({
+    path: paths.socketPath,
+    brain: assistant,
+    maxClients: config.max_clients,
+  });
+  server = listening;
+  log.info("listening", {
+    socket: paths.socketPath,
+    pid: Deno.pid,
+    version: VERSION,
+    config: file ?? "defaults",
+    tools: tools.length,
+    skipped: skipped.length,
+  });
+  const reason = await (options.stop ?? stopSignals!.promise);
+  log.info("stopping", { reason });
+  // The reply in flight ends first, so its `done {stopped: true}` is queued
+  // for every client before the server closes them.
+  assistant.shutdown();
+  await listening.close();
+  if (!await settle(assistant, SETTLE_MS)) {
+    log.warn("reply still winding down at exit", { ms: SETTLE_MS });
   }
-  log.info("exit", { code: 0 });
+  await searcher.close();
+  store.close();
+  log.info("exit", { code: 0, reason });
   return 0;
 }
