@@ -318,7 +318,9 @@ export class Server implements AsyncDisposable {
       // Closed already by a failed accept.
     }
     await this.#acceptLoop;
-    for (const client of [...this.#open]) client.drop("server closing");
+    // Flush what each client is owed (a stopped reply's `done`), then close;
+    // a client that stops reading is dropped by its stall timer as always.
+    for (const client of [...this.#open]) client.end();
     while (this.#tasks.size > 0) await Promise.all([...this.#tasks]);
     await removeQuietly(this.#path);
     log.info("server closed", { path: this.#path });
