@@ -105,7 +105,9 @@ export function parseCommand(value: unknown): Parsed {
   }
   const type = value.type;
   if (!KNOWN.has(type)) {
-    return { ok: false, message: `unknown command ${type.slice(0, 64)}` };
+    // Cut by code point so the echo never splits a character in two.
+    const shown = Array.from(type).slice(0, 64).join("");
+    return { ok: false, message: `unknown command ${shown}` };
   }
   switch (type) {
     case "ask": {
@@ -113,7 +115,11 @@ export function parseCommand(value: unknown): Parsed {
         return { ok: false, message: "bad text" };
       }
       if (value.text.trim() === "") return { ok: true, command: null };
-      return { ok: true, command: { type: "ask", text: value.text } };
+      // SQLite stores a lone surrogate as U+FFFD: echo what will be kept.
+      return {
+        ok: true,
+        command: { type: "ask", text: value.text.toWellFormed() },
+      };
     }
     case "open":
     case "delete": {
@@ -128,7 +134,10 @@ export function parseCommand(value: unknown): Parsed {
         return { ok: false, message: "bad limit" };
       }
       const limit = Math.min(value.limit ?? DEFAULT_SEARCH_LIMIT, MAX_LIMIT);
-      return { ok: true, command: { type: "search", q: value.q, limit } };
+      return {
+        ok: true,
+        command: { type: "search", q: value.q.toWellFormed(), limit },
+      };
     }
     case "list": {
       if (value.limit === undefined) {

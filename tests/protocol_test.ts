@@ -111,3 +111,20 @@ Deno.test("stop, new and ping carry no fields", () => {
     });
   }
 });
+
+Deno.test("a lone surrogate in a question becomes U+FFFD, as the store keeps it", () => {
+  assert.deepEqual(parseCommand({ type: "ask", text: "a\ud800b" }), {
+    ok: true,
+    command: { type: "ask", text: "a\ufffdb" },
+  });
+});
+
+Deno.test("an unknown type is echoed cut at 64 characters, never inside one", () => {
+  const type = "😀".repeat(70);
+  const parsed = parseCommand({ type });
+  assert.equal(parsed.ok, false);
+  assert.equal(
+    !parsed.ok && parsed.message,
+    `unknown command ${"😀".repeat(64)}`,
+  );
+});
