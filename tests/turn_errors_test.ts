@@ -19,7 +19,7 @@ import type { Received } from "./socket_client.ts";
 const isIdle = (event: Received) =>
   event.type === "state" && event.state === "idle";
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = listener.addr.port;
   listener.close();
@@ -126,7 +126,7 @@ Deno.test("each llama-server fault ends the reply with its error, then a good as
 });
 
 Deno.test("an unreachable llama-server is named in the error, and the daemon recovers when it appears", async () => {
-  const port = await freePort();
+  const port = freePort();
   const url = `http://127.0.0.1:${port}`;
   await using daemon = await Daemon.start({ llmUrl: url });
   await using client = await daemon.connect();
