@@ -13,13 +13,14 @@
  */
 
 import { dirname } from "node:path";
+import { HeadCollector, TailCollector } from "./bounded_output.ts";
 import { log } from "./log.ts";
+import { brief, checkArguments, substitute } from "./tool_args.ts";
 import {
   canRunExecutable,
   processPath,
   resolveExecutable,
   type ToolDef,
-  type ToolParam,
 } from "./tools.ts";
 
 /** What one call produced, as the model and the history see it. */
@@ -57,7 +58,6 @@ const KILL_GRACE_MS = 2000;
 const MAX_DELAY_MS = 2 ** 31 - 1;
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 let defaultHelper: string | null | undefined;
 
@@ -87,214 +87,6 @@ function helperFor(options: RunOptions): string | null {
     }
   }
   return defaultHelper;
-}
-
-/** Keeps the first `limit` bytes of a byte stream while counting all of it. */
-class HeadCollector {
-  readonly writable: WritableStream<Uint8Array>;
-  bytes = 0;
-  #newlines = 0;
-  #lastByte = -1;
-  #chunks: Uint8Array[] = [];
-  #kept = 0;
-  readonly #limit: number;
-
-  constructor(limit: number) {
-    this.#limit = limit;
-    this.writable = new WritableStream({ write: (chunk) => this.#take(chunk) });
-  }
-
-  #take(chunk: Uint8Array): void {
-    if (chunk.length === 0) return;
-    this.bytes += chunk.length;
-    this.#lastByte = chunk[chunk.length - 1] ?? -1;
-    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
-      this.#newlines++;
-    }
-    // A few bytes past the limit tell where the last whole character ends.
-    const room = this.#limit + 4 - this.#kept;
-    if (room > 0) {
-      const part = chunk.length > room ? chunk.slice(0, room) : chunk.slice();
-      this.#chunks.push(part);
-      this.#kept += part.length;
-    }
-  }
-
-  get lines(): number {
-    return this.#newlines + (this.bytes > 0 && this.#lastByte !== 10 ? 1 : 0);
-  }
-
-  /** The kept text, cut on a UTF-8 boundary, with a note when cut. */
-  text(): string {
-    const buffer = concat(this.#chunks);
-    if (this.bytes <= this.#limit) return decoder.decode(buffer);
-    let cut = this.#limit;
-    while (cut > 0 && ((buffer[cut] ?? 0) & 0xc0) === 0x80) cut--;
-    const shown = decoder.decode(buffer.subarray(0, cut));
-    const separator = shown === "" || shown.endsWith("\n") ? "" : "\n";
-    return `${shown}${separator}[output cut: ${this.bytes} bytes, first ${cut} shown]`;
-  }
-}
-
-/** Keeps the last `limit` bytes of a byte stream. */
-class TailCollector {
-  readonly writable: WritableStream<Uint8Array>;
-  bytes = 0;
-  #chunks: Uint8Array[] = [];
-  #kept = 0;
-  readonly #limit: number;
-
-  constructor(limit: number) {
-    this.#limit = limit;
-    this.writable = new WritableStream({ write: (chunk) => this.#take(chunk) });
-  }
-
-  #take(chunk: Uint8Array): void {
-    this.bytes += chunk.length;
-    this.#chunks.push(chunk.slice());
-    this.#kept += chunk.length;
-    if (this.#kept > 2 * this.#limit) {
-      const tail = concat(this.#chunks).slice(this.#kept - this.#limit);
-      this.#chunks = [tail];
-      this.#kept = tail.length;
-    }
-  }
-
-  /** The last bytes as text, starting on a whole character. */
-  text(): string {
-    let buffer = concat(this.#chunks);
-    if (buffer.length > this.#limit) {
-      buffer = buffer.subarray(buffer.length - this.#limit);
-      let start = 0;
-      while (start < buffer.length && ((buffer[start] ?? 0) & 0xc0) === 0x80) {
-        start++;
-      }
-      buffer = buffer.subarray(start);
-    }
-    return decoder.decode(buffer);
-  }
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  if (chunks.length === 1 && chunks[0]) return chunks[0];
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
-}
-
-function brief(value: unknown): string {
-  const text = typeof value === "number" && !Number.isFinite(value)
-    ? String(value)
-    : JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-}
-
-function signature(tool: ToolDef): string {
-  const params = Object.entries(tool.parameters).map(([name, param]) =>
-    `${name} (${param.type}${param.required ? ", required" : ""})`
-  );
-  return params.length === 0 ? "no parameters" : params.join(", ");
-}
-
-function typeProblem(
-  name: string,
-  param: ToolParam,
-  value: unknown,
-): string | null {
-  const ok = param.type === "string"
-    ? typeof value === "string"
-    : param.type === "number"
-    ? typeof value === "number" && Number.isFinite(value)
-    : param.type === "integer"
-    ? typeof value === "number" && Number.isInteger(value)
-    : typeof value === "boolean";
-  if (!ok) {
-    return `"${name}" must be ${
-      param.type === "integer" ? "an" : "a"
-    } ${param.type}, not ${brief(value)}`;
-  }
-  if (param.enum && !param.enum.includes(value as string | number)) {
-    return `"${name}" must be one of ${param.enum.map(brief).join(", ")}, not ${
-      brief(value)
-    }`;
-  }
-  return null;
-}
-
-/** The arguments object, or what is wrong with it in words the model can act on. */
-function checkArguments(
-  tool: ToolDef,
-  argsJson: string,
-): { args: Record<string, unknown> } | { problem: string } {
-  let parsed: unknown;
-  try {
-    // Models send "" for a call without parameters.
-    parsed = argsJson.trim() === "" ? {} : JSON.parse(argsJson);
-  } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
-    return {
-      problem:
-        `The arguments for ${tool.name} are not valid JSON (${detail}). ` +
-        `Send one JSON object; parameters: ${
-          signature(tool)
-        }. The tool did not run.`,
-    };
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    return {
-      problem:
-        `The arguments for ${tool.name} must be a JSON object, not ${
-          brief(parsed)
-        }; ` +
-        `parameters: ${signature(tool)}. The tool did not run.`,
-    };
-  }
-  const args = parsed as Record<string, unknown>;
-  const problems: string[] = [];
-  for (const [name, param] of Object.entries(tool.parameters)) {
-    const value = args[name];
-    if (value === undefined || value === null) {
-      if (param.required) {
-        problems.push(`missing required parameter "${name}" (${param.type})`);
-      }
-      continue;
-    }
-    const problem = typeProblem(name, param, value);
-    if (problem) problems.push(problem);
-  }
-  for (const name of Object.keys(args)) {
-    if (!Object.hasOwn(tool.parameters, name)) {
-      problems.push(`unknown parameter "${name}"`);
-    }
-  }
-  if (problems.length > 0) {
-    return {
-      problem: `Invalid arguments for ${tool.name}: ${problems.join("; ")}. ` +
-        `Parameters: ${signature(tool)}. The tool did not run.`,
-    };
-  }
-  return { args };
-}
-
-/** Replaces `{param}` inside one argv element; the value never leaves it. */
-function substitute(
-  element: string,
-  args: Record<string, unknown>,
-  params: Record<string, ToolParam>,
-): string {
-  return element.replace(
-    /\{([A-Za-z0-9_-]{1,64})\}/g,
-    (whole, name: string) => {
-      if (!Object.hasOwn(params, name)) return whole;
-      const value = args[name];
-      return value === undefined || value === null ? "" : String(value);
-    },
-  );
 }
 
 function formatSeconds(seconds: number): string {
