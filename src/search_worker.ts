@@ -10,16 +10,10 @@
  */
 import { describeError, log } from "./log.ts";
 import { AssistantError } from "./errors.ts";
-import { prepareSearch, type SearchHit } from "./search.ts";
-
-/** Tuning of the worker's search. */
-export interface SearchWorkerOptions {
-  /** Matching turns ranked exactly before only the newest are kept; default 4000. */
-  rankCap?: number;
-}
+import { prepareSearch, type SearchHit, type SearchOptions } from "./search.ts";
 
 type Request =
-  | { type: "open"; path: string; rankCap?: number }
+  | { type: "open"; path: string; options: SearchOptions }
   | { type: "search"; id: number; q: string; limit: number }
   | { type: "close" };
 
@@ -48,10 +42,7 @@ function workerMain(
       try {
         db = new Database(data.path, { readOnly: true });
         db.exec("PRAGMA busy_timeout = 5000");
-        search = prepare(
-          db,
-          data.rankCap === undefined ? {} : { rankCap: data.rankCap },
-        );
+        search = prepare(db, data.options);
       } catch (error) {
         failure = error;
       }
@@ -109,8 +100,8 @@ export class SearchWorker implements AsyncDisposable {
   #broken: Error | null = null;
   #closed = false;
 
-  /** Starts the worker on the history file at `dbPath` (opened read-only). */
-  constructor(dbPath: string, options: SearchWorkerOptions = {}) {
+  /** Starts the worker on the history file at `dbPath` (opened read-only); `options` as for the store. */
+  constructor(dbPath: string, options: SearchOptions = {}) {
     this.#url = URL.createObjectURL(
       new Blob([SOURCE], { type: "application/javascript" }),
     );
@@ -125,10 +116,13 @@ export class SearchWorker implements AsyncDisposable {
         }),
       );
     };
-    const open: Request = options.rankCap === undefined
-      ? { type: "open", path: dbPath }
-      : { type: "open", path: dbPath, rankCap: options.rankCap };
-    this.#worker.postMessage(open);
+    // Only the tuning numbers cross: the worker has its own clock.
+    const tuning: SearchOptions = {};
+    if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
+    if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
+    this.#worker.postMessage(
+      { type: "open", path: dbPath, options: tuning } satisfies Request,
+    );
   }
 
   /** Runs one search; rejects with the search's error when it fails. */
@@ -142,7 +136,9 @@ export class SearchWorker implements AsyncDisposable {
     const id = this.#next++;
     const pending = Promise.withResolvers<SearchHit[]>();
     this.#pending.set(id, pending);
-    this.#worker.postMessage({ type: "search", id, q, limit } as Request);
+    this.#worker.postMessage(
+      { type: "search", id, q, limit } satisfies Request,
+    );
     return pending.promise;
   }
 
@@ -152,7 +148,7 @@ export class SearchWorker implements AsyncDisposable {
     this.#closed = true;
     if (this.#broken === null) {
       this.#closing = Promise.withResolvers<void>();
-      this.#worker.postMessage({ type: "close" } as Request);
+      this.#worker.postMessage({ type: "close" } satisfies Request);
       await this.#closing.promise;
     }
     this.#worker.terminate();

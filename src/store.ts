@@ -12,7 +12,12 @@ import type { ChatMessage } from "./chat_types.ts";
 import { AssistantError } from "./errors.ts";
 import { log } from "./log.ts";
 import type { TurnView } from "./protocol.ts";
-import { prepareSearch, type Search, type SearchHit } from "./search.ts";
+import {
+  prepareSearch,
+  type Search,
+  type SearchHit,
+  type SearchOptions,
+} from "./search.ts";
 
 export type { SearchHit } from "./search.ts";
 
@@ -42,8 +47,10 @@ export interface OpenedConversation {
 export interface StoreOptions {
   /** Clock in milliseconds; defaults to `Date.now`. */
   now?: () => number;
-  /** Matching turns ranked exactly by search before it keeps the newest only. */
+  /** Matching turns search ranks exactly before only the newest count (see src/search.ts). */
   rankCap?: number;
+  /** Milliseconds a search spends collecting matches (see src/search.ts). */
+  budgetMs?: number;
 }
 
 /** Words of the first question that make a conversation's title. */
@@ -68,9 +75,10 @@ const MIGRATIONS: readonly string[] = [
                       tools TEXT,
                       messages TEXT);
    CREATE INDEX turns_conv_seq ON turns(conv, seq);
+   CREATE INDEX conversations_updated ON conversations(updated, id);
    CREATE VIRTUAL TABLE turns_fts USING fts5(user, reply, content='turns',
        content_rowid='id', tokenize='unicode61 remove_diacritics 2',
-       prefix='1 2 3');
+       prefix='1 2 3 4');
    CREATE TRIGGER turns_ai AFTER INSERT ON turns BEGIN
      INSERT INTO turns_fts(rowid, user, reply)
        VALUES (new.id, new.user, new.reply);
@@ -125,13 +133,17 @@ export class Store implements Disposable {
       this.#db.exec("PRAGMA foreign_keys = ON");
       migrate(this.#db, path);
       if (onDisk) secureSidecars(path);
-      this.#search = prepareSearch(
-        this.#db,
-        options.rankCap === undefined ? {} : { rankCap: options.rankCap },
-      );
+      const tuning: SearchOptions = {};
+      if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
+      if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
+      this.#search = prepareSearch(this.#db, tuning);
     } catch (error) {
       this.#db.close();
-      throw error;
+      if (error instanceof AssistantError) throw error;
+      throw new AssistantError(
+        `Cannot use the history database ${path}; if it is not a SQLite file, move it aside.`,
+        { cause: error },
+      );
     }
   }
 
@@ -336,7 +348,14 @@ function prepareFiles(path: string): void {
     }
   }
   refuseLink(path);
-  Deno.chmodSync(path, 0o600);
+  try {
+    Deno.chmodSync(path, 0o600);
+  } catch (error) {
+    throw new AssistantError(
+      `Cannot set mode 0600 on the history database ${path}; check its owner.`,
+      { cause: error },
+    );
+  }
 }
 
 /** Tightens -wal and -shm, which SQLite creates at open. */

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { AssistantError } from "../src/errors.ts";
+import { setLogSink } from "../src/log.ts";
 import { SCHEMA_VERSION, Store, type StoredTurn } from "../src/store.ts";
 
 function turn(user: string, reply: string, tools: string[] = []): StoredTurn {
@@ -178,6 +179,15 @@ Deno.test("store: search returns one row per conversation, questions weighted ab
   assert.deepEqual(hits.map((h) => h.id), [inQuestion, inReply]);
   assert.match(hits[0]?.snippet ?? "", /\*\*volcano\*\*/);
   assert.deepEqual(store.search("volcano", 1).map((h) => h.id), [inQuestion]);
+});
+
+Deno.test("store: a long pasted passage finds its turn", () => {
+  using store = new Store(":memory:");
+  const passage = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
+  const id = store.saveTurn(null, turn("Summarize this", `Quote: ${passage}.`));
+  store.saveTurn(null, turn("Other", "w0 w1 w2 w3 and then something else"));
+  assert.deepEqual(store.search(passage).map((h) => h.id), [id]);
+  assert.deepEqual(store.search(`"${passage}" OR x`).map((h) => h.id), [id]);
 });
 
 Deno.test("store: a snippet is cut around the match with an ellipsis", () => {
@@ -476,6 +486,24 @@ Deno.test("store: a symlink at the -wal path is refused before SQLite follows it
   }
 });
 
+Deno.test("store: a file that is not a database is refused and left alone", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    Deno.writeTextFileSync(
+      path,
+      "these are my notes, not a database\n".repeat(200),
+    );
+    assert.throws(
+      () => new Store(path),
+      (e) => e instanceof AssistantError && /move it aside/.test(e.message),
+    );
+    assert.match(Deno.readTextFileSync(path), /^these are my notes/);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
 Deno.test("store: a database from a newer schema is refused with a clear error", () => {
   const dir = Deno.makeTempDirSync();
   try {
@@ -516,15 +544,13 @@ Deno.test("store: a turn with unreadable stored JSON still opens", () => {
   }
 });
 
-Deno.test("store: bounded search ranks exactly under the cap and the newest matches past it", () => {
-  // Conversation 1 is the best match (the word in its question, twice) and
-  // the oldest; twenty weaker matches follow, one per conversation.
+Deno.test("store: bounded search ranks by bm25 under the cap and lists the newest past it", () => {
+  // The oldest conversation is the best match (the word twice in its
+  // question); twenty weaker ones follow (the word once, in ever longer
+  // replies), then one asking about it, then one more reply.
   const build = (rankCap: number) => {
     const store = new Store(":memory:", { now: clock(), rankCap });
-    const best = store.saveTurn(
-      null,
-      turn("kiwi kiwi", "A fruit."),
-    );
+    const best = store.saveTurn(null, turn("kiwi kiwi", "A fruit."));
     const weak: number[] = [];
     for (let i = 0; i < 20; i++) {
       weak.push(
@@ -534,38 +560,91 @@ Deno.test("store: bounded search ranks exactly under the cap and the newest matc
         ),
       );
     }
-    return { store, best, weak };
+    const asked = store.saveTurn(null, turn("Is a kiwi a bird?", "Also."));
+    const latest = store.saveTurn(
+      null,
+      turn("fruit salad", `${"filler ".repeat(30)} kiwi`),
+    );
+    return { store, best, weak, asked, latest };
   };
 
   {
-    // 21 matches under a cap of 50: exact bm25 over the whole history.
-    const { store, best, weak } = build(50);
+    // 23 matches under a cap of 23: bm25 over the whole history.
+    const { store, best, weak, asked, latest } = build(23);
     using _ = store;
-    const hits = store.search("kiwi", 10).map((h) => h.id);
-    assert.equal(hits.length, 10);
-    assert.equal(hits[0], best);
-    // Among the replies, shorter ones rank higher: weak[0] has no filler.
-    assert.deepEqual(hits.slice(1), weak.slice(0, 9));
+    const hits = store.search("kiwi", 50).map((h) => h.id);
+    assert.equal(hits.length, 23);
+    assert.deepEqual(hits.slice(0, 2), [best, asked]);
+    // Among the replies, shorter ones rank higher.
+    assert.deepEqual(hits.filter((id) => weak.includes(id)), weak);
+    assert.equal(hits.at(-1), latest);
+    assert.deepEqual(store.search("kiwi", 3).map((h) => h.id), [
+      best,
+      asked,
+      weak[0],
+    ]);
   }
   {
-    // 21 matches over a cap of 5: only the newest matching turns are
-    // ranked, reaching back until the limit's ten conversations are there.
-    const { store, best, weak } = build(5);
+    // 23 matches over a cap of 22: the newest matching conversations.
+    const { store, best, weak, asked, latest } = build(22);
     using _ = store;
     const hits = store.search("kiwi", 10).map((h) => h.id);
-    assert.equal(hits.length, 10);
+    assert.deepEqual(hits, [latest, asked, ...weak.slice(12).reverse()]);
     assert.ok(!hits.includes(best));
-    assert.deepEqual(
-      [...hits].sort((a, b) => a - b),
-      weak.slice(10).sort((a, b) => a - b),
-    );
-    // Inside the window the order is still bm25: shorter replies first.
-    assert.deepEqual(hits, weak.slice(10));
-    // A limit under the cap ranks only the newest five.
-    const three = store.search("kiwi", 3).map((h) => h.id);
-    assert.deepEqual(three, weak.slice(15, 18));
-    // A query narrow enough to fall under the cap finds the old best again.
+    assert.equal(store.search("kiwi", 50).length, 23);
+    assert.equal(store.search("kiwi", 50).at(-1)?.id, best);
+    // A query narrow enough to fall under the cap is ranked again.
     assert.deepEqual(store.search("kiwi kiwi").map((h) => h.id), [best]);
+    assert.match(store.search("kiwi", 1)[0]?.snippet ?? "", /\*\*kiwi\*\*/);
+  }
+});
+
+Deno.test("store: a query slow to count is listed newest first", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    {
+      using store = new Store(path, { now: clock() });
+      store.saveTurn(null, turn("green tea, green tea", "Gold."));
+      store.saveTurn(null, turn("coffee", "Black."));
+      store.saveTurn(null, turn("some green tea again", "Yes."));
+    }
+    // A zero budget: every query counts as slow.
+    using slow = new Store(path, { budgetMs: 0 });
+    assert.deepEqual(slow.search("green tea", 10).map((h) => h.id), [3, 1]);
+    using quick = new Store(path, { budgetMs: 60_000 });
+    assert.deepEqual(quick.search("green tea", 10).map((h) => h.id), [1, 3]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: a phrase whose count runs out of time searches the newest turns only", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using cut = new Store(path, { now: clock(), budgetMs: 0 });
+    const old = cut.saveTurn(null, turn("green tea, green tea", "Gold."));
+    const filler = cut.saveTurn(null, turn("filler", "nothing"));
+    // More turns than the first range a phrase is counted in.
+    const raw = new DatabaseSync(path);
+    raw.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n
+                                    WHERE i < 16400)
+              INSERT INTO turns(conv, seq, user, reply, tools, messages)
+              SELECT ${filler}, i + 1, 'filler', 'nothing', '[]', '[]' FROM n`);
+    raw.close();
+    const recent = cut.saveTurn(null, turn("some green tea again", "Yes."));
+
+    assert.deepEqual(cut.search("green tea", 10).map((h) => h.id), [recent]);
+    // A single word is never cut short.
+    assert.deepEqual(cut.search("green", 10).map((h) => h.id), [recent, old]);
+    using full = new Store(path, { budgetMs: 60_000 });
+    assert.deepEqual(full.search("green tea", 10).map((h) => h.id), [
+      old,
+      recent,
+    ]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
   }
 });
 
@@ -589,6 +668,37 @@ Deno.test("store: close is idempotent and the file reopens", () => {
     using again = new Store(path);
     assert.equal(again.list().length, 1);
   } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: nothing of a conversation reaches the log", () => {
+  const lines: string[] = [];
+  const previous = setLogSink({ write: (line) => lines.push(line) });
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    {
+      using store = new Store(path);
+      const id = store.saveTurn(
+        null,
+        turn("my secret diagnosis", "private reply"),
+      );
+      store.search("secret");
+      store.search('secret" NEAR(');
+      store.open(id);
+      const raw = new DatabaseSync(path);
+      raw.exec("UPDATE turns SET messages = 'private {'");
+      raw.close();
+      store.open(id);
+      store.delete(id);
+    }
+    assert.ok(lines.length > 0);
+    for (const line of lines) {
+      assert.doesNotMatch(line, /secret|diagnosis|private/);
+    }
+  } finally {
+    setLogSink(previous);
     Deno.removeSync(dir, { recursive: true });
   }
 });
