@@ -38,12 +38,15 @@ export class Client {
   /** Queues encoded lines; drops the client when its backlog is too large. */
   send(bytes: Uint8Array): void {
     if (this.closed) return;
-    this.#queue.push(bytes);
-    this.unsent += bytes.length;
+    // What is already waiting decides: one large answer (a long list, a big
+    // conversation) still goes to a client that reads; a client that
+    // stopped reading piles up more than the limit and is dropped.
     if (this.unsent > this.limits.maxBacklog) {
       this.drop("backlog", { bytes: this.unsent });
       return;
     }
+    this.#queue.push(bytes);
+    this.unsent += bytes.length;
     this.#wake?.resolve();
   }
 

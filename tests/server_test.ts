@@ -365,6 +365,16 @@ Deno.test("a client whose backlog passes maxBacklog is dropped at once", async (
   await stuck.close();
 });
 
+Deno.test("one event larger than maxBacklog still reaches a client that reads", async () => {
+  await using t = await setup({ maxBacklog: 64 * 1024, stallMs: 60_000 });
+  await using reader = await t.connect();
+  const big = "z".repeat(256 * 1024);
+  t.server.broadcast({ type: "token", delta: big });
+  assert.equal((await reader.next("token")).delta, big);
+  await pingPong(reader);
+  assert.equal(t.server.clientCount, 1);
+});
+
 Deno.test("a client that goes away is removed; a half-closed one gets its answers first", async () => {
   await using t = await setup();
   await using stay = await t.connect();
