@@ -28,9 +28,6 @@
  *   `rankCap` matches lists conversations from the turns counted.
  * - Any query whose counting took longer than the budget is listed newest
  *   first too: bm25 would read all its matches twice more.
- * - A query of more than 8 words is searched by its first 8, as a phrase
- *   without the prefix star: each word of a phrase costs a seek in every
- *   index segment, and 8 consecutive words already name a passage.
  */
 import type { DatabaseSync } from "node:sqlite";
 
@@ -75,9 +72,6 @@ export function prepareSearch(
       `Search budget ${budgetMs} ms is not a non-negative number; pass one such as 40.`,
     );
   }
-  // The most words of a query that are searched.
-  const maxWords = 8;
-
   // node:sqlite binds every JS number as REAL, and FTS5 silently ignores a
   // rowid bound that is not an INTEGER: hence the CASTs.
   const newest = db.prepare("SELECT max(id) AS top FROM turns");
@@ -242,15 +236,10 @@ export function prepareSearch(
     if (q.trim() === "" || !(wanted >= 1)) return [];
     const limit = Math.floor(wanted);
     const started = performance.now();
-    // Each word of a phrase costs FTS5 a seek in every index segment, so a
-    // long text is searched by its first words (as typed, with no star).
+    // The whole text, however long: cutting it would match more than it says.
     const words = [...q.matchAll(/[\p{L}\p{N}\p{M}\p{Co}]+/gu)];
-    const cut = words[maxWords];
-    const text = cut === undefined ? q : q.slice(0, cut.index);
     // NUL would end FTS5's query string inside the phrase.
-    const phrase = `"${text.replaceAll("\0", " ").replaceAll('"', '""')}"${
-      cut === undefined ? "*" : ""
-    }`;
+    const phrase = `"${q.replaceAll("\0", " ").replaceAll('"', '""')}"*`;
     const top = Number(newest.get()?.top ?? 0);
     if (top < 1) return [];
 
