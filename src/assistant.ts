@@ -6,7 +6,7 @@ import type { ChatMessage, ToolCall } from "./chat_types.ts";
 import type { Config } from "./config.ts";
 import { AssistantError } from "./errors.ts";
 import { chatBody, type ModelChoice } from "./llm.ts";
-import { describeError, log } from "./log.ts";
+import { describeSafely, log } from "./log.ts";
 import type {
   Command,
   Event,
@@ -346,7 +346,12 @@ export class Assistant implements Disposable {
       const message = error instanceof AssistantError
         ? error.message
         : "reply failed";
-      log.warn("reply failed", { gen: reply.gen, error: describeError(error) });
+      // AssistantError messages are written for clients and hold no text of
+      // the turn; anything else is named by class only.
+      const reason = error instanceof AssistantError
+        ? describeSafely(error)
+        : errorName(error);
+      log.warn("reply failed", { gen: reply.gen, error: reason });
       this.#emit({ type: "error", message, turn: true });
       this.#setState("idle");
     }
@@ -442,6 +447,13 @@ export class Assistant implements Disposable {
       target.messages.push(messages);
     }
   }
+}
+
+function errorName(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error;
+  // Where it was thrown helps; the message might quote the turn.
+  const frame = error.stack?.split("\n")[1]?.trim();
+  return frame ? `${error.name} ${frame}` : error.name;
 }
 
 /** The system prompt with today's date and the model in use stamped on it. */

@@ -72,6 +72,25 @@ export function describeError(error: unknown): string {
   return text;
 }
 
+/**
+ * Describes an error whose causes may quote conversation text (a JSON parse
+ * error quotes the chunk it choked on): the message of the error itself,
+ * only the class names of its causes.
+ */
+export function describeSafely(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error;
+  let text = `${error.name}: ${error.message}`;
+  for (
+    let cause = error.cause;
+    cause !== undefined;
+    cause = (cause as Error).cause
+  ) {
+    text += ` (cause: ${cause instanceof Error ? cause.name : typeof cause})`;
+    if (!(cause instanceof Error)) break;
+  }
+  return text;
+}
+
 /** The logger used by every module. */
 export const log = {
   debug: (message: string, fields?: Fields) => emit("debug", message, fields),

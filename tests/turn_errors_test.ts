@@ -56,7 +56,11 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
   },
   {
     name: "a malformed chunk",
-    script: malformed({ tokens: ["a"] }),
+    // Its text must not reach the log through the parse error's message.
+    script: malformed({
+      tokens: ["a"],
+      data: "Fine now, said the private chunk",
+    }),
     message: /^malformed stream$/,
   },
   {
