@@ -242,29 +242,7 @@ export class Store implements Disposable {
 
   /** The problems found by SQLite's and FTS5's integrity checks; empty when the file is sound. */
   integrityCheck(): string[] {
-    const problems: string[] = [];
-    for (const row of this.#db.prepare("PRAGMA integrity_check").all()) {
-      const text = String(Object.values(row)[0]);
-      if (text !== "ok") problems.push(text);
-    }
-    for (const row of this.#db.prepare("PRAGMA foreign_key_check").all()) {
-      problems.push(
-        `foreign key: ${String(row.table)} row ${
-          String(row.rowid)
-        } names a missing ${String(row.parent)} row`,
-      );
-    }
-    try {
-      // rank 1 also compares the index with the turns table it mirrors.
-      this.#db.exec(
-        "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)",
-      );
-    } catch (error) {
-      problems.push(
-        `full-text index: ${error instanceof Error ? error.message : error}`,
-      );
-    }
-    return problems;
+    return integrityProblems(this.#db, { fullText: true });
   }
 
   /** Closes the database; later calls do nothing. */
@@ -422,4 +400,38 @@ function parseMessages(
     { role: "user", content: user },
     { role: "assistant", content: reply },
   ];
+}
+
+/**
+ * SQLite's integrity and foreign key checks, and with `fullText` FTS5's
+ * (which writes, so it needs a writable connection and the write lock).
+ */
+export function integrityProblems(
+  db: DatabaseSync,
+  options: { fullText: boolean },
+): string[] {
+  const problems: string[] = [];
+  for (const row of db.prepare("PRAGMA integrity_check").all()) {
+    const text = String(Object.values(row)[0]);
+    if (text !== "ok") problems.push(text);
+  }
+  for (const row of db.prepare("PRAGMA foreign_key_check").all()) {
+    problems.push(
+      `foreign key: ${String(row.table)} row ${
+        String(row.rowid)
+      } names a missing ${String(row.parent)} row`,
+    );
+  }
+  if (!options.fullText) return problems;
+  try {
+    // rank 1 also compares the index with the turns table it mirrors.
+    db.exec(
+      "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)",
+    );
+  } catch (error) {
+    problems.push(
+      `full-text index: ${error instanceof Error ? error.message : error}`,
+    );
+  }
+  return problems;
 }

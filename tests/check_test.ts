@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { Store } from "../src/store.ts";
-import { daemonEnv, inheritedEnv } from "./daemon_harness.ts";
+import { Daemon, daemonEnv, inheritedEnv } from "./daemon_harness.ts";
 import { FakeLlm } from "./fake_llm.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -214,4 +214,36 @@ Deno.test("check with a broken config: one fail line naming the file and line, e
     result.lines[0]!,
     new RegExp(`^fail config: ${home.configFile}:2:\\d+: `),
   );
+});
+
+Deno.test("check beside a running daemon only reads the history, and the daemon saves meanwhile", async () => {
+  await using llm = await FakeLlm.start();
+  const home = await Deno.makeTempDir({ prefix: "da-check-live-" });
+  try {
+    await using daemon = await Daemon.start({ llmUrl: llm.url, home });
+    await using client = await daemon.connect();
+    await client.next("hello");
+    await client.send({ type: "ask", text: "Save me" });
+    await client.until((e) => e.type === "done");
+    const result = await check({
+      home,
+      env: { ...inheritedEnv(), ...daemonEnv(home) },
+      configFile: daemon.paths.configFile,
+      dbPath: daemon.paths.dbPath,
+      [Symbol.asyncDispose]: async () => {},
+    });
+    assert.ok(
+      result.lines.includes(
+        `ok   history: ${daemon.paths.dbPath} passes SQLite's integrity checks (the full-text index is checked only while the daemon is stopped)`,
+      ),
+      result.lines.join("\n"),
+    );
+    await client.send({ type: "ask", text: "And me" });
+    const events = await client.until((e) =>
+      e.type === "done" || e.type === "error"
+    );
+    assert.deepEqual(events.at(-1), { type: "done", id: 1, stopped: false });
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
 });
