@@ -7,6 +7,7 @@ import { describeError, log } from "./log.ts";
 import { missingGrants } from "./permissions.ts";
 import { SearchWorker } from "./search_worker.ts";
 import { Server } from "./server.ts";
+import { clearSocketPath } from "./socket_path.ts";
 import { Store } from "./store.ts";
 import { loadTools } from "./tools.ts";
 import { VERSION } from "./version.ts";
@@ -93,6 +94,9 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
       }: run the daemon with the flags from \`main.ts flags\` (deno task start does)`,
     );
   }
+  // A live daemon on the socket makes this one refuse before it touches the
+  // history the other one owns.
+  await clearSocketPath(paths.socketPath);
   const { tools, skipped } = await loadTools(config.tools_dirs);
   using store = new Store(paths.dbPath);
   await using searcher = new SearchWorker(paths.dbPath);

@@ -1,0 +1,41 @@
+/** Start-up of the daemon process: a second one on the same socket refuses and touches nothing. */
+import assert from "node:assert/strict";
+import { Daemon, inheritedEnv } from "./daemon_harness.ts";
+import { FakeLlm } from "./fake_llm.ts";
+
+const MAIN = new URL("../main.ts", import.meta.url).pathname;
+
+Deno.test("a second daemon refuses while the first answers, and leaves the history alone", async () => {
+  await using llm = await FakeLlm.start();
+  await using first = await Daemon.start({ llmUrl: llm.url });
+  await using client = await first.connect();
+  await client.next("hello");
+  await client.send({ type: "ask", text: "Keep this" });
+  await client.until((e) => e.type === "state" && e.state === "idle");
+  const before = await Deno.stat(first.paths.dbPath);
+
+  const second = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--quiet", ...first.flags, MAIN, "serve"],
+    env: { ...inheritedEnv(), ...first.env },
+    clearEnv: true,
+    stdin: "null",
+    stdout: "null",
+    signal: AbortSignal.timeout(60_000),
+  }).output();
+  const log = new TextDecoder().decode(second.stderr);
+  assert.equal(second.code, 1, log);
+  assert.match(
+    log,
+    /another daemon is already listening on .*desktop-assistant\.sock/,
+  );
+  assert.doesNotMatch(
+    log,
+    /history|listening path=/,
+    "it stopped before opening anything",
+  );
+  const after = await Deno.stat(first.paths.dbPath);
+  assert.equal(after.mtime?.getTime(), before.mtime?.getTime());
+
+  await client.send({ type: "ping" });
+  assert.equal((await client.next("pong")).pid, first.child.pid);
+});
