@@ -7,12 +7,13 @@ import type { Config } from "./config.ts";
 import { AssistantError } from "./errors.ts";
 import { chatBody, type ModelChoice } from "./llm.ts";
 import { describeSafely, log } from "./log.ts";
-import type {
-  Command,
-  Event,
-  PendingView,
-  State,
-  TurnView,
+import {
+  type Command,
+  DEFAULT_LIST_LIMIT,
+  type Event,
+  type PendingView,
+  type State,
+  type TurnView,
 } from "./protocol.ts";
 import type { Delta } from "./sse_stream.ts";
 import type { SearchHit, Store, StoredTurn } from "./store.ts";
@@ -134,7 +135,7 @@ export class Assistant implements Disposable {
       case "list":
         return {
           type: "conversations",
-          items: this.#options.store.list(command.limit),
+          items: this.#options.store.list(command.limit ?? DEFAULT_LIST_LIMIT),
         };
       case "open": {
         const opened = this.#options.store.open(command.id);
@@ -201,7 +202,7 @@ export class Assistant implements Disposable {
     if (this.#reply?.conversation.id === id) this.#stop();
     if (!store.delete(id)) throw new AssistantError("no such conversation");
     if (this.#current.id === id) this.#setCurrent(emptyConversation());
-    return { type: "conversations", items: store.list() };
+    return { type: "conversations", items: store.list(DEFAULT_LIST_LIMIT) };
   }
 
   #stop(): void {

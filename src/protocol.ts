@@ -8,6 +8,8 @@ export const MAX_LINE_BYTES = 1024 * 1024;
 
 /** Default and ceiling for `search` and `list` limits. */
 export const DEFAULT_SEARCH_LIMIT = 50;
+/** Conversations a `list` without a limit (and a `delete`) answers with: the newest ones. */
+export const DEFAULT_LIST_LIMIT = 1000;
 /** Largest `limit` accepted by `search` and `list`. */
 export const MAX_LIMIT = 10_000;
 

@@ -93,6 +93,8 @@ const MIGRATIONS: readonly string[] = [
      INSERT INTO turns_fts(rowid, user, reply)
        VALUES (new.id, new.user, new.reply);
    END;`,
+  // Files made before the index joined the first schema list by a full scan.
+  `CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated, id);`,
 ];
 
 /** The schema version this code writes. */
