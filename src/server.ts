@@ -67,6 +67,7 @@ export class Server implements AsyncDisposable {
   readonly #closing = new AbortController();
   #nextId = 1;
   #acceptLoop: Promise<void>;
+  readonly #watchdog: ReturnType<typeof setInterval>;
   #closed: Promise<void> | null = null;
 
   private constructor(listener: Deno.UnixListener, options: ServerOptions) {
@@ -80,6 +81,16 @@ export class Server implements AsyncDisposable {
       maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
     };
     this.#acceptLoop = this.#accept();
+    // One clock for every client's stall limit: a timer per write would cost
+    // two runtime calls per token per client.
+    const every = Math.max(
+      10,
+      Math.min(250, Math.floor(this.#limits.stallMs / 8)),
+    );
+    this.#watchdog = setInterval(() => {
+      const now = performance.now();
+      for (const client of this.#open) client.checkStall(now);
+    }, every);
   }
 
   /** Refuses (AssistantError) when a live daemon answers on path; replaces a stale socket file; a symlink at the path is removed, never followed; any other file there is refused. Listens, chmods 0600 at once. */
@@ -148,6 +159,7 @@ export class Server implements AsyncDisposable {
     // a client that stops reading is dropped by its stall timer as always.
     for (const client of [...this.#open]) client.end();
     while (this.#tasks.size > 0) await Promise.all([...this.#tasks]);
+    clearInterval(this.#watchdog);
     await removeQuietly(this.#path);
     log.info("server closed", { path: this.#path });
   }
