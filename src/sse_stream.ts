@@ -262,32 +262,37 @@ export class StallGuardStream<T> extends TransformStream<T, T> {
   constructor(options: StallGuardOptions) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let controller!: TransformStreamDefaultController<T>;
+    // A chunk only moves the deadline; the one timer checks it when it fires,
+    // so a token costs no timer call of its own.
+    let last = performance.now();
     const stop = () => {
       clearTimeout(timer);
       timer = undefined;
     };
-    const arm = () => {
-      stop();
-      timer = setTimeout(() => {
-        timer = undefined;
-        controller.error(
-          new AssistantError("llama-server stalled", {
-            cause: new DOMException(
-              `No data for ${options.ms} ms`,
-              "TimeoutError",
-            ),
-          }),
-        );
-        options.onStall();
-      }, options.ms);
+    const check = () => {
+      const idle = performance.now() - last;
+      if (idle < options.ms) {
+        timer = setTimeout(check, options.ms - idle);
+        return;
+      }
+      timer = undefined;
+      controller.error(
+        new AssistantError("llama-server stalled", {
+          cause: new DOMException(
+            `No data for ${options.ms} ms`,
+            "TimeoutError",
+          ),
+        }),
+      );
+      options.onStall();
     };
     super({
       start(c) {
         controller = c;
-        arm();
+        timer = setTimeout(check, options.ms);
       },
       transform(chunk, c) {
-        arm();
+        last = performance.now();
         c.enqueue(chunk);
       },
       flush: stop,
