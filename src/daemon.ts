@@ -99,7 +99,17 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   await clearSocketPath(paths.socketPath);
   const { tools, skipped } = await loadTools(config.tools_dirs);
   using store = new Store(paths.dbPath);
-  await using searcher = new SearchWorker(paths.dbPath);
+  // The worker (a second isolate loading node:sqlite) starts once the socket
+  // listens, so it does not compete with start-up; a search before then
+  // starts it itself.
+  let worker: SearchWorker | null = null;
+  await using _worker = {
+    [Symbol.asyncDispose]: async () => await worker?.close(),
+  };
+  const searcher = {
+    search: (q: string, limit: number) =>
+      (worker ??= new SearchWorker(paths.dbPath)).search(q, limit),
+  };
   const llm = new LlmClient({
     url: config.llm_url,
     model: config.model,
@@ -122,6 +132,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     maxClients: config.max_clients,
   });
   server = listening;
+  worker ??= new SearchWorker(paths.dbPath);
   log.info("listening", {
     socket: paths.socketPath,
     pid: Deno.pid,
@@ -139,7 +150,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   if (!await settle(assistant, SETTLE_MS)) {
     log.warn("reply still winding down at exit", { ms: SETTLE_MS });
   }
-  await searcher.close();
+  await worker?.close();
   store.close();
   log.info("exit", { code: 0, reason });
   return 0;
