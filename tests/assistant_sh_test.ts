@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { Daemon, daemonEnv, inheritedEnv } from "./daemon_harness.ts";
+import { Daemon, daemonEnv, exists, inheritedEnv } from "./daemon_harness.ts";
 import { FakeLlm, reply } from "./fake_llm.ts";
 import { SocketClient } from "./socket_client.ts";
 
@@ -67,16 +67,6 @@ async function sh(
     stdout: text.decode(out.stdout),
     stderr: text.decode(out.stderr),
   };
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 async function ping(socket: string): Promise<number> {

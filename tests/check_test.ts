@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { Store } from "../src/store.ts";
-import { Daemon, daemonEnv, inheritedEnv } from "./daemon_harness.ts";
+import { Daemon, daemonEnv, exists, inheritedEnv } from "./daemon_harness.ts";
 import { FakeLlm } from "./fake_llm.ts";
 
 const MAIN = new URL("../main.ts", import.meta.url).pathname;
@@ -67,16 +67,6 @@ function closedPort(): number {
   const { port } = listener.addr;
   listener.close();
   return port;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 Deno.test("check against the fake llama-server: every line ok, exit 0, and no database is created", async () => {

@@ -175,3 +175,14 @@ export function daemonEnv(home: string): Record<string, string> {
     NO_COLOR: "1",
   };
 }
+
+/** Whether anything (a symlink included) is at path. */
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { basename, join } from "node:path";
 import { compiledFlags, deriveDaemonFlags, shellQuote } from "../src/launch.ts";
 import { setLogSink } from "../src/log.ts";
-import { daemonEnv, inheritedEnv } from "./daemon_harness.ts";
+import { daemonEnv, exists, inheritedEnv } from "./daemon_harness.ts";
 import { FakeLlm, reply } from "./fake_llm.ts";
 import { SocketClient } from "./socket_client.ts";
 
@@ -157,16 +157,6 @@ class Running implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
   }
 }
 

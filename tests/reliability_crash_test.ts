@@ -11,13 +11,10 @@ import { log } from "../src/log.ts";
 import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, reply, type Script } from "./fake_llm.ts";
 import { HEAVY, seeded } from "./fixtures/chaos.ts";
-import type { Received } from "./socket_client.ts";
+import { isIdle } from "./socket_client.ts";
 
 const ROUNDS = HEAVY ? 250 : 50;
 const rng = seeded(20260802);
-
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
 
 /** The scripted answer to one question: unique to it, in several tokens. */
 function answerTokens(question: string): string[] {

@@ -17,15 +17,12 @@ import {
   reply,
   type Script,
 } from "./fake_llm.ts";
-import type { Received, SocketClient } from "./socket_client.ts";
+import { isIdle, type Received, type SocketClient } from "./socket_client.ts";
 
 const CAPTURES = new URL("./fixtures/llama-server/single/", import.meta.url)
   .pathname;
 const LLM_PROCESS = new URL("./fixtures/llm_process.ts", import.meta.url)
   .pathname;
-
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
 
 const tokens = (events: Received[]) =>
   events.filter((e) => e.type === "token").map((e) => e.delta).join("");

@@ -11,7 +11,7 @@ import { log } from "../src/log.ts";
 import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, reply, type Script } from "./fake_llm.ts";
 import { HEAVY, rssKiB, seeded } from "./fixtures/chaos.ts";
-import { type Received, SocketClient } from "./socket_client.ts";
+import { isIdle, type Received, SocketClient } from "./socket_client.ts";
 
 const CLIENTS = HEAVY ? 128 : 64;
 const ASKS = HEAVY ? 3_000 : 1_000;
@@ -19,9 +19,6 @@ const ASKS = HEAVY ? 3_000 : 1_000;
 const RSS_GROWTH_LIMIT_KIB = 128 * 1024;
 
 const rng = seeded(20260803);
-
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
 
 /** Events that answer one client's own command; the rest go to everyone. */
 const isOwnAnswer = (event: Received) =>

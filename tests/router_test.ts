@@ -5,10 +5,7 @@
 import assert from "node:assert/strict";
 import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, type FakeModel, reply } from "./fake_llm.ts";
-import type { Received } from "./socket_client.ts";
-
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
+import { isIdle, type Received } from "./socket_client.ts";
 
 async function askOnce(
   models: FakeModel[],

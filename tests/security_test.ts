@@ -6,29 +6,16 @@
  */
 import assert from "node:assert/strict";
 import { resolvePaths } from "../src/config.ts";
-import { Daemon, daemonEnv, inheritedEnv } from "./daemon_harness.ts";
+import { Daemon, daemonEnv, exists, inheritedEnv } from "./daemon_harness.ts";
 import { FakeLlm, reply } from "./fake_llm.ts";
-import type { Received, SocketClient } from "./socket_client.ts";
+import { isIdle, type Received, type SocketClient } from "./socket_client.ts";
 
 const TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
 const PROBE = new URL("./fixtures/outside_probe.ts", import.meta.url).pathname;
 
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
-
 async function modeOf(path: string): Promise<string> {
   const info = await Deno.lstat(path);
   return ((info.mode ?? 0) & 0o777).toString(8);
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 /** The paths a daemon with this home will use, with its dirs made as the harness makes them. */

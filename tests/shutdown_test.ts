@@ -7,21 +7,11 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { serve } from "../src/daemon.ts";
 import { type LogSink, setLogSink } from "../src/log.ts";
-import { Daemon, daemonEnv } from "./daemon_harness.ts";
+import { Daemon, daemonEnv, exists } from "./daemon_harness.ts";
 import { FakeLlm, hold, reply } from "./fake_llm.ts";
 import { SocketClient } from "./socket_client.ts";
 
 const FIXTURE_TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}
 
 function readHistory(path: string): { check: string[]; users: string[] } {
   const db = new DatabaseSync(path, { readOnly: true });

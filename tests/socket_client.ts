@@ -15,6 +15,10 @@ import type { Event } from "../src/protocol.ts";
 /** An event as read from the socket: a protocol event, maybe with extra fields. */
 export type Received = Event & Record<string, unknown>;
 
+/** True for the `state idle` event that ends every turn. */
+export const isIdle = (event: Received): boolean =>
+  event.type === "state" && event.state === "idle";
+
 /** The received event of one type. */
 export type EventOf<T extends Event["type"]> = Extract<Event, { type: T }>;
 

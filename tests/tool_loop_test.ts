@@ -2,12 +2,9 @@
 import assert from "node:assert/strict";
 import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, reply } from "./fake_llm.ts";
-import type { Received } from "./socket_client.ts";
+import { isIdle } from "./socket_client.ts";
 
 const TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
-
 type Body = {
   messages: { role: string; content: string | null }[];
   tool_choice?: string;

@@ -14,10 +14,7 @@ import {
   stall,
   streamError,
 } from "./fake_llm.ts";
-import type { Received } from "./socket_client.ts";
-
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
+import { isIdle } from "./socket_client.ts";
 
 function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

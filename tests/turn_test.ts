@@ -6,12 +6,9 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, hold, reply } from "./fake_llm.ts";
-import type { Received } from "./socket_client.ts";
+import { isIdle } from "./socket_client.ts";
 
 const TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
-
-const isIdle = (event: Received) =>
-  event.type === "state" && event.state === "idle";
 
 interface StoredRow {
   conv: number;
