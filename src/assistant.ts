@@ -58,6 +58,8 @@ export interface AssistantOptions {
   version?: string;
   now?: () => Date;
   runTool?: typeof runTool;
+  /** Coreutils `timeout`, to kill a timed-out tool's whole process group; null kills the tool alone. */
+  toolKillHelper?: string | null;
 }
 
 interface Conversation {
@@ -424,6 +426,7 @@ export class Assistant implements Disposable {
       outputLimit: config.tool_output_limit,
       defaultTimeout: config.tool_timeout,
       signal: this.#shutdown.signal,
+      timeoutHelper: this.#options.toolKillHelper ?? null,
     });
   }
 

@@ -138,6 +138,8 @@ export interface Config {
   max_tool_rounds: number;
   tool_timeout: number;
   tool_output_limit: number;
+  /** Kill a timed-out tool's whole process group through coreutils `timeout` (widens --allow-run). */
+  tool_group_kill: boolean;
   stall_timeout: number;
   max_clients: number;
   tools_dirs: string[];
@@ -165,6 +167,7 @@ export function defaultConfig(paths: Paths): Config {
     max_tool_rounds: 8,
     tool_timeout: 30,
     tool_output_limit: 16384,
+    tool_group_kill: false,
     stall_timeout: 180,
     max_clients: 32,
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
@@ -283,6 +286,10 @@ const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
   tool_output_limit: {
     expected: "an integer of bytes >= 256",
     ok: (v) => isInt(v) && v >= 256,
+  },
+  tool_group_kill: {
+    expected: "a boolean",
+    ok: (v) => typeof v === "boolean",
   },
   stall_timeout: {
     expected: `a number of seconds above 0 and at most ${MAX_SECONDS}`,

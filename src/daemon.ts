@@ -9,6 +9,7 @@ import { SearchWorker } from "./search_worker.ts";
 import { Server } from "./server.ts";
 import { clearSocketPath } from "./socket_path.ts";
 import { Store } from "./store.ts";
+import { groupKillHelper } from "./tool_runner.ts";
 import { loadTools } from "./tools.ts";
 import { VERSION } from "./version.ts";
 
@@ -94,6 +95,12 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
       }: run the daemon with the flags from \`main.ts flags\` (deno task start does)`,
     );
   }
+  const toolKillHelper = config.tool_group_kill ? groupKillHelper() : null;
+  if (config.tool_group_kill && toolKillHelper === null) {
+    throw new AssistantError(
+      "tool_group_kill = true needs coreutils timeout on PATH and --allow-run for it: run the daemon with the flags from `main.ts flags`, or set tool_group_kill = false",
+    );
+  }
   // A live daemon on the socket makes this one refuse before it touches the
   // history the other one owns.
   await clearSocketPath(paths.socketPath);
@@ -122,6 +129,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     llm,
     config,
     tools,
+    toolKillHelper,
     searcher,
     version: VERSION,
     emit: (event) => server?.broadcast(event),

@@ -87,7 +87,7 @@ export async function deriveDaemonFlags(
   });
   const executables = [
     ...tools.map((tool) => tool.executable),
-    ...runnerExecutables({ pathEnv, canRun }),
+    ...runnerExecutables(config, { pathEnv, canRun }),
   ];
   const flags = deriveFlags({ paths, config, executables });
   const broken = flags.find((flag) => /[\n\r]/.test(flag));

@@ -1,15 +1,18 @@
 /**
  * Running one tool call: arguments checked against the tool's schema, argv
  * built without a shell, the arguments object on stdin, stdout and stderr
- * read as bounded streams, and the time limit enforced on the whole process
- * group.
+ * read as bounded streams, and the time limit enforced.
  *
- * `child.kill()` only reaches the process Deno started, and `Deno.kill(-pgid)`
- * would need an unscoped `--allow-run`. So the tool runs under coreutils
- * `timeout -s KILL`: it makes itself a process-group leader, and at its
- * deadline (or on SIGALRM from here) sends SIGKILL to the whole group, so what
- * the tool started dies with it. A process that left the group (setsid) can
- * still hold a pipe open, so reading stops shortly after the tool is gone.
+ * Under a scoped `--allow-run`, Deno can signal only the process it started:
+ * `Deno.kill` of any pid or group needs an unscoped grant. So by default a
+ * timed-out tool's own process is killed, and what it started is ended only
+ * by the pipes: once the tool is gone its stdout and stderr are read for a
+ * short grace and then closed, so a child that writes dies of SIGPIPE and one
+ * that holds the pipe cannot hold the call. A child that neither writes nor
+ * exits lives on (measured in tests/tool_runner_test.ts). With
+ * `tool_group_kill` the tool runs under coreutils `timeout -s KILL`, which
+ * leads its own process group and kills all of it, at the price of a grant
+ * for `timeout`.
  */
 
 import { dirname } from "node:path";
@@ -44,7 +47,7 @@ export interface RunOptions {
   defaultTimeout: number;
   /** Daemon shutdown: kills the tool. A user's `stop` does not use it. */
   signal?: AbortSignal;
-  /** Path of coreutils `timeout`; default resolved once through PATH, null runs the tool directly. */
+  /** Path of coreutils `timeout` to kill the whole process group; absent or null runs the tool directly. */
   timeoutHelper?: string | null;
 }
 
@@ -59,34 +62,30 @@ const MAX_DELAY_MS = 2 ** 31 - 1;
 
 const encoder = new TextEncoder();
 
-let defaultHelper: string | null | undefined;
+/** Where to find coreutils `timeout`, and whether a path may be run. */
+export interface HelperOptions {
+  pathEnv?: string;
+  canRun?: (executable: string) => boolean;
+}
 
-/** Resolved helper paths the runner itself needs: `--allow-run` must include them. */
-export function runnerExecutables(
-  options: { pathEnv?: string; canRun?: (executable: string) => boolean } = {},
-): string[] {
-  const path = resolveExecutable(
+/** The resolved path of coreutils `timeout` on PATH, or null when there is none. */
+export function groupKillHelper(options: HelperOptions = {}): string | null {
+  return resolveExecutable(
     "timeout",
     "/",
     options.pathEnv ?? processPath(),
     options.canRun ?? canRunExecutable,
   );
-  return path === null ? [] : [path];
 }
 
-function helperFor(options: RunOptions): string | null {
-  if (options.timeoutHelper !== undefined) return options.timeoutHelper;
-  if (defaultHelper === undefined) {
-    const found = runnerExecutables()[0] ?? null;
-    defaultHelper = found !== null && canRunExecutable(found) ? found : null;
-    if (defaultHelper === null) {
-      log.warn(
-        "coreutils timeout is not runnable; a tool stopped at its time limit may leave its children running",
-        { fix: "grant --allow-run for the timeout binary" },
-      );
-    }
-  }
-  return defaultHelper;
+/** Resolved helper paths the runner needs for this config: `--allow-run` must include them. */
+export function runnerExecutables(
+  config: { tool_group_kill: boolean },
+  options: HelperOptions = {},
+): string[] {
+  if (!config.tool_group_kill) return [];
+  const path = groupKillHelper(options);
+  return path === null ? [] : [path];
 }
 
 function formatSeconds(seconds: number): string {
@@ -132,7 +131,7 @@ async function execute(
   const argv = tool.command.slice(1).map((element) =>
     substitute(element, args, tool.parameters)
   );
-  const helper = helperFor(options);
+  const helper = options.timeoutHelper ?? null;
   const [program, programArgs] = helper === null
     ? [tool.executable, argv]
     : [helper, [

@@ -97,7 +97,7 @@ export class Daemon implements AsyncDisposable {
         config,
         executables: [
           ...tools.map((tool) => tool.executable),
-          ...runnerExecutables(),
+          ...runnerExecutables(config),
         ],
       });
     }

@@ -205,7 +205,7 @@ Deno.test("main.ts flags prints the scoped grants of a sample config, and --shel
   for (const script of ["echo_args.sh", "gate.sh", "sleeper.sh", "touch.sh"]) {
     assert.ok(run.includes(join(FIXTURE_TOOLS, script)), `${script} in ${run}`);
   }
-  assert.ok(run.some((exe) => basename(exe) === "timeout"), "the runner's");
+  assert.ok(!run.some((exe) => basename(exe) === "timeout"), "no helper");
   assert.ok(run.every((exe) => exe.startsWith("/")), "absolute paths only");
 
   const shell = await deno(
@@ -221,6 +221,21 @@ Deno.test("main.ts flags prints the scoped grants of a sample config, and --shel
   assert.deepEqual(
     new TextDecoder().decode(words.stdout).trimEnd().split("\n"),
     flags,
+  );
+
+  await Deno.writeTextFile(home.configFile, "tool_group_kill = true\n", {
+    append: true,
+  });
+  const widened = await printedFlags(home.env);
+  const runFlag = widened.find((flag) => flag.startsWith("--allow-run="))!;
+  const helpers = runFlag.split("=")[1]!.split(",").filter((exe) =>
+    basename(exe) === "timeout"
+  );
+  assert.equal(helpers.length, 1, `the group kill helper in ${runFlag}`);
+  assert.deepEqual(
+    widened.filter((flag) => flag !== runFlag),
+    flags.filter((flag) => !flag.startsWith("--allow-run=")),
+    "only --allow-run widens",
   );
 });
 

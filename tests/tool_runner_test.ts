@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { setLogSink } from "../src/log.ts";
 import { loadTools, type ToolDef } from "../src/tools.ts";
 import {
+  groupKillHelper,
   placeholder,
   runnerExecutables,
   type RunOptions,
@@ -150,8 +151,21 @@ Deno.test("a non-zero exit reports its status and the tail of stderr", async () 
   assert.equal(outcome.lines, 1);
 });
 
-Deno.test("a tool past its timeout is killed with what it started, and the call returns", async () => {
-  const outcome = await run("sleeper", {});
+/** Resolves once none of the pids runs, or rejects after `ms`. */
+async function ended(pids: number[], ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (pids.some(alive)) {
+    if (performance.now() > deadline) {
+      throw new Error(`still running after ${ms} ms: ${pids.filter(alive)}`);
+    }
+    await new Promise((done) => setTimeout(done, 20));
+  }
+}
+
+Deno.test("with the group kill helper, a tool past its timeout is killed with what it started", async () => {
+  const helper = groupKillHelper();
+  assert.ok(helper, "coreutils timeout is needed");
+  const outcome = await run("sleeper", {}, { timeoutHelper: helper });
   assert.equal(outcome.status, "timeout");
   assert.match(
     outcome.content,
@@ -167,13 +181,28 @@ Deno.test("a tool past its timeout is killed with what it started, and the call 
   }
 });
 
-Deno.test("measured: without the timeout helper, killing the tool leaves its children, yet the call returns", async () => {
-  const outcome = await run("sleeper", {}, { timeoutHelper: null });
+Deno.test("measured: by default a timed-out tool is killed alone; children that neither write nor exit live on, yet the call returns", async () => {
+  const started = performance.now();
+  const outcome = await run("sleeper", {});
   const children = pidsIn(outcome.content, "child");
   try {
     assert.equal(outcome.status, "timeout");
+    assert.ok(performance.now() - started < 5000, "the call returned");
     assert.equal(children.length, 2);
     assert.deepEqual(children.filter(alive), children);
+  } finally {
+    killAll(children);
+  }
+});
+
+Deno.test("by default a child that keeps writing ends on the closed pipe once its timed-out tool is killed", async () => {
+  const outcome = await run("chatty", {});
+  const children = pidsIn(outcome.content, "child");
+  try {
+    assert.equal(outcome.status, "timeout");
+    assert.equal(children.length, 1);
+    assert.match(outcome.content, /\nchild \d+\ntick\n/);
+    await ended(children, 3000);
   } finally {
     killAll(children);
   }
@@ -290,7 +319,10 @@ Deno.test("a tool that cannot start says so, with or without the helper", async 
     const gone: ToolDef = { ...tool("touch"), executable: `${dir}/removed.sh` };
     const tools = new Map([["touch", gone]]);
     const args = JSON.stringify({ path: `${dir}/x`, count: 1 });
-    const viaHelper = await runTool(tools, "touch", args, OPTIONS);
+    const viaHelper = await runTool(tools, "touch", args, {
+      ...OPTIONS,
+      timeoutHelper: groupKillHelper(),
+    });
     assert.equal(viaHelper.status, "failed to start");
     assert.match(
       viaHelper.content,
@@ -357,25 +389,32 @@ Deno.test("placeholder records the measurements, not the content", () => {
   );
 });
 
-Deno.test("under scoped grants, tools resolve, uncovered ones are skipped, and a timeout kills the group", async () => {
-  const helpers = runnerExecutables();
+Deno.test("under scoped grants, tools resolve, uncovered ones are skipped, and a timeout kills the group only with tool_group_kill", async () => {
+  assert.deepEqual(runnerExecutables({ tool_group_kill: false }), []);
+  const helpers = runnerExecutables({ tool_group_kill: true });
   assert.equal(helpers.length, 1, "coreutils timeout is needed");
   const dir = Deno.realPathSync(FIXTURES);
   const cat = tool("stdin_echo").executable;
-  const allowRun = [...helpers, `${dir}/sleeper.sh`, cat].join(",");
+  const exact = [`${dir}/sleeper.sh`, cat];
   const deno = Deno.execPath();
-  const call = async (name: string, args: string) => {
+  const call = async (
+    name: string,
+    args: string,
+    group: "group" | "leader" = "leader",
+  ) => {
+    const allowRun = [...(group === "group" ? helpers : []), ...exact];
     const output = await new Deno.Command(deno, {
       args: [
         "run",
         "--no-prompt",
         `--allow-read=${dir}`,
-        `--allow-run=${allowRun}`,
+        `--allow-run=${allowRun.join(",")}`,
         "--allow-env=PATH",
         SCOPED_RUN,
         dir,
         name,
         args,
+        group,
       ],
       stdin: "null",
     }).output();
@@ -384,7 +423,7 @@ Deno.test("under scoped grants, tools resolve, uncovered ones are skipped, and a
     return JSON.parse(new TextDecoder().decode(output.stdout));
   };
 
-  const report = await call("sleeper", "{}");
+  const report = await call("sleeper", "{}", "group");
   const children = pidsIn(report.outcome.content, "child");
   try {
     assert.equal(report.outcome.status, "timeout");
@@ -393,7 +432,17 @@ Deno.test("under scoped grants, tools resolve, uncovered ones are skipped, and a
   } finally {
     killAll(children);
   }
-  assert.deepEqual(report.helpers, helpers);
+  assert.deepEqual(report.helper, helpers[0]);
+
+  const alone = await call("sleeper", "{}");
+  const left = pidsIn(alone.outcome.content, "child");
+  try {
+    assert.equal(alone.outcome.status, "timeout");
+    assert.equal(alone.helper, null, "no grant, no helper");
+    assert.deepEqual(left.filter(alive), left, "only the tool was killed");
+  } finally {
+    killAll(left);
+  }
   assert.deepEqual(report.tools, [
     { name: "sleeper", executable: `${dir}/sleeper.sh` },
     { name: "stdin_echo", executable: cat },
