@@ -16,6 +16,7 @@ import { LlmClient } from "./llm.ts";
 import { setQuiet } from "./log.ts";
 import { missingGrants } from "./permissions.ts";
 import { integrityProblems } from "./store.ts";
+import { groupKillHelper } from "./tool_runner.ts";
 import { loadTools } from "./tools.ts";
 
 /** How one check came out. */
@@ -87,6 +88,11 @@ export async function* checks(
 
 function grantsLine(paths: Paths, config: Config): CheckLine {
   const missing = missingGrants({ paths, config });
+  if (config.tool_group_kill && groupKillHelper() === null) {
+    missing.push(
+      "--allow-run=<path of coreutils timeout> (for tool_group_kill)",
+    );
+  }
   if (missing.length === 0) {
     return {
       status: "ok",
