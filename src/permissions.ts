@@ -84,11 +84,22 @@ function flag(kind: Kind, values: string[]): string {
   return `--allow-${kind}=${[...new Set(values)].sort().join(",")}`;
 }
 
-/** The exact deno run permission flags for this config; never -A or an unscoped --allow-*. */
+/**
+ * The daemon's heap settings: a 1 MiB young generation and V8's size-first
+ * heuristics hold its RSS near 95 MB through long sessions, where the default
+ * heap sizes itself up to about 190 MB (BENCHMARKS.md, memory).
+ */
+export const V8_FLAGS =
+  "--v8-flags=--max-semi-space-size=1,--optimize-for-size";
+
+/** The exact deno run flags for this config: scoped grants (never -A or an unscoped --allow-*), then V8_FLAGS. */
 export function deriveFlags(input: FlagInput): string[] {
-  return grants(input)
-    .filter((grant) => grant.values.length > 0)
-    .map((grant) => flag(grant.kind, grant.values));
+  return [
+    ...grants(input)
+      .filter((grant) => grant.values.length > 0)
+      .map((grant) => flag(grant.kind, grant.values)),
+    V8_FLAGS,
+  ];
 }
 
 function descriptor(kind: Kind, value: string): Deno.PermissionDescriptor {

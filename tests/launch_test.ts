@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { basename, join } from "node:path";
 import { compiledFlags, deriveDaemonFlags, shellQuote } from "../src/launch.ts";
 import { setLogSink } from "../src/log.ts";
+import { V8_FLAGS } from "../src/permissions.ts";
 import { daemonEnv, exists, inheritedEnv } from "./daemon_harness.ts";
 import { FakeLlm, reply } from "./fake_llm.ts";
 import { SocketClient } from "./socket_client.ts";
@@ -168,11 +169,14 @@ Deno.test("main.ts flags prints the scoped grants of a sample config, and --shel
   );
   const h = home.home;
   const flags = await printedFlags(home.env);
-  const byKind = new Map(flags.map((flag) => {
-    const match = flag.match(/^--allow-(\w+)=(.+)$/);
-    assert.ok(match, `every flag is scoped: ${flag}`);
-    return [match[1]!, match[2]!.split(",")] as const;
-  }));
+  assert.equal(flags.at(-1), V8_FLAGS, "the heap settings come last");
+  const byKind = new Map(
+    flags.slice(0, -1).map((flag) => {
+      const match = flag.match(/^--allow-(\w+)=(.+)$/);
+      assert.ok(match, `every flag is scoped: ${flag}`);
+      return [match[1]!, match[2]!.split(",")] as const;
+    }),
+  );
   assert.deepEqual([...byKind.keys()], ["read", "write", "net", "run", "env"]);
   assert.deepEqual(byKind.get("net"), [
     "127.0.0.1:8123",

@@ -8,7 +8,12 @@ import {
   resolvePaths,
 } from "../src/config.ts";
 import { AssistantError } from "../src/errors.ts";
-import { deriveFlags, missingGrants, netHost } from "../src/permissions.ts";
+import {
+  deriveFlags,
+  missingGrants,
+  netHost,
+  V8_FLAGS,
+} from "../src/permissions.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
 const PROBE = fileURLToPath(
@@ -49,6 +54,7 @@ Deno.test("deriveFlags gives the exact scoped flags for a config", () => {
       "--allow-run=/usr/bin/curl,/usr/bin/jq",
       "--allow-env=HOME,PATH,XDG_CONFIG_HOME,XDG_DATA_HOME,XDG_RUNTIME_DIR," +
       "XDG_STATE_HOME",
+      "--v8-flags=--max-semi-space-size=1,--optimize-for-size",
     ],
   );
 });
@@ -64,11 +70,13 @@ Deno.test("no derived flag is broad, and --allow-run is left out without tools",
     "--allow-write",
     "--allow-net",
     "--allow-env",
+    "--v8-flags",
   ]);
-  for (const flag of flags) {
+  for (const flag of flags.slice(0, -1)) {
     assert.match(flag, /^--allow-(read|write|net|run|env)=[^,=]+(,[^,]+)*$/);
     assert.doesNotMatch(flag, /^-A$|^--allow-all|^--allow-(ffi|sys|import)/);
   }
+  assert.equal(flags.at(-1), V8_FLAGS);
   assert.ok(flags[0]?.includes(`${REPO}/tools`));
 });
 
