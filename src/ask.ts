@@ -164,7 +164,13 @@ export async function runAsk(
 
   const dim = options.dimStderr ??
     (Deno.stderr.isTerminal() && !Deno.noColor);
-  const turn = new TurnPrinter(stdout, stderr, parsed, dim);
+  const turn = new TurnPrinter(
+    stdout,
+    stderr,
+    parsed,
+    dim,
+    question.toWellFormed(),
+  );
   try {
     await client.send({ type: "ask", text: question });
   } catch (error) {
@@ -214,6 +220,8 @@ class TurnPrinter {
     readonly stderr: Writer,
     readonly args: AskArgs,
     readonly dim: boolean,
+    /** The question as the daemon echoes it. */
+    readonly question: string,
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
@@ -224,7 +232,9 @@ class TurnPrinter {
         await writeAll(this.stderr, `${event.message}\n`);
         return ASK_EXIT.failed;
       }
-      if (event.type !== "user") return null;
+      // Another client's question can be echoed between our `hello` and
+      // ours; its reply (and the stop our ask gives it) is not ours.
+      if (event.type !== "user" || event.text !== this.question) return null;
       this.#started = true;
     }
     if (this.args.json) {

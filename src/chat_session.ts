@@ -31,7 +31,8 @@ const LIST_LIMIT = 20;
 const SEARCH_LIMIT = 20;
 
 type Awaiting =
-  | { kind: "ask" | "list" | "search" | "open" | "new" }
+  | { kind: "list" | "search" | "open" | "new" }
+  | { kind: "ask"; text: string }
   | { kind: "delete"; id: number };
 
 /** What a {@link ChatSession} draws with and talks to. */
@@ -130,7 +131,10 @@ export class ChatSession {
       head !== undefined && kinds.includes(head.kind);
     switch (event.type) {
       case "user":
-        if (answers("ask")) this.#awaiting.shift();
+        // Another client's question can come between ours and its echo.
+        if (head?.kind === "ask" && head.text === event.text) {
+          this.#awaiting.shift();
+        }
         this.#state = "thinking";
         break;
       case "state":
@@ -215,7 +219,8 @@ export class ChatSession {
   }
 
   #ask(text: string): void {
-    this.#awaiting.push({ kind: "ask" });
+    // The daemon echoes what it stores: lone surrogates become U+FFFD.
+    this.#awaiting.push({ kind: "ask", text: text.toWellFormed() });
     this.#send({ type: "ask", text });
   }
 

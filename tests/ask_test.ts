@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { noDaemonMessage } from "../src/client.ts";
-import { parseAskArgs } from "../src/ask.ts";
+import { parseAskArgs, runAsk } from "../src/ask.ts";
 import {
   clientArgs,
   clientEnv,
@@ -143,6 +143,89 @@ Deno.test("ask takes only its own turn's events, not another client's reply", as
   // The other client saw its reply stopped by the newer question.
   const events = await other.until((e) => e.type === "done" && !e.stopped);
   assert.ok(events.some((e) => e.type === "done" && e.stopped === true));
+});
+
+/**
+ * A socket between one client and the daemon that holds the client's first
+ * line until `before()` has run: another client's command can then be
+ * ordered exactly between this client's `hello` and its own command.
+ */
+async function holdingProxy(
+  daemonSocket: string,
+  before: () => Promise<void>,
+): Promise<{ dir: string; done: Promise<void> } & AsyncDisposable> {
+  const dir = await Deno.makeTempDir({ prefix: "da-proxy-" });
+  const listener = Deno.listen({
+    transport: "unix",
+    path: join(dir, "desktop-assistant.sock"),
+  });
+  const done = (async () => {
+    const conn = await listener.accept();
+    const upstream = await Deno.connect({
+      transport: "unix",
+      path: daemonSocket,
+    });
+    const down = upstream.readable.pipeTo(conn.writable).catch(() => {});
+    const writer = upstream.writable.getWriter();
+    let held = true;
+    for await (const chunk of conn.readable) {
+      if (held && chunk.includes(0x0a)) {
+        held = false;
+        await before();
+      }
+      await writer.write(chunk);
+    }
+    await writer.close().catch(() => {});
+    await down;
+  })();
+  return {
+    dir,
+    done,
+    [Symbol.asyncDispose]: async () => {
+      listener.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("ask follows its own question even when another client's is echoed first", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(hold(["someone", " else's"]), reply({ content: ["Mine", "."] }));
+  await using daemon = await startDaemon(llm.url);
+  await using other = await daemon.connect();
+  await other.next("hello");
+  await using proxy = await holdingProxy(daemon.paths.socketPath, async () => {
+    await other.send({ type: "ask", text: "Their question" });
+    await other.until((e) => e.type === "token" && e.delta === " else's");
+  });
+  let stdout = "";
+  let stderr = "";
+  const writer = (append: (text: string) => void) => ({
+    write(bytes: Uint8Array) {
+      append(new TextDecoder().decode(bytes));
+      return Promise.resolve(bytes.length);
+    },
+  });
+  const code = await runAsk(["My question"], {
+    env: (name) => name === "XDG_RUNTIME_DIR" ? proxy.dir : undefined,
+    stdout: writer((text) => stdout += text),
+    stderr: writer((text) => stderr += text),
+    dimStderr: false,
+  });
+  await proxy.done;
+  assert.deepEqual({ code, stdout, stderr }, {
+    code: 0,
+    stdout: "Mine.\n",
+    stderr: "",
+  });
+  // The other question was echoed first, then stopped by ours.
+  const events = await other.until((e) => e.type === "done" && !e.stopped);
+  assert.deepEqual(
+    events.filter((e) => e.type === "user" || e.type === "done").map((e) =>
+      e.type === "user" ? e.text : `done stopped=${e.stopped}`
+    ),
+    ["done stopped=true", "My question", "done stopped=false"],
+  );
 });
 
 Deno.test("Ctrl-C during ask stops the reply on the daemon and exits 130", async () => {
