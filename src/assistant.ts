@@ -349,8 +349,9 @@ export class Assistant implements Disposable {
       const message = error instanceof AssistantError
         ? error.message
         : "reply failed";
-      // AssistantError messages are written for clients and hold no text of
-      // the turn; anything else is named by class only.
+      // AssistantError messages are written for clients; what they quote
+      // from llama-server may repeat the turn, so the log leaves it out.
+      // Anything else is named by class only.
       const reason = error instanceof AssistantError
         ? describeSafely(error)
         : errorName(error);

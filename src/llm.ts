@@ -282,11 +282,10 @@ export class LlmClient {
         path: path.split("?")[0],
         status: response.status,
       });
+      const quoted = httpMessage(response, text);
       throw new AssistantError(
-        `llama-server answered ${response.status}: ${
-          httpMessage(response, text)
-        }`,
-        { cause: new Error(`HTTP ${response.status} for ${path}`) },
+        `llama-server answered ${response.status}: ${quoted}`,
+        { quoted, cause: new Error(`HTTP ${response.status} for ${path}`) },
       );
     }
     return response;

@@ -4,6 +4,7 @@
  * Callers pass lengths, ids and counts as fields, never conversation text:
  * history is personal data and the log is not.
  */
+import { AssistantError } from "./errors.ts";
 
 /** Severity of a log line. */
 export type Level = "debug" | "info" | "warn" | "error";
@@ -75,11 +76,15 @@ export function describeError(error: unknown): string {
 /**
  * Describes an error whose causes may quote conversation text (a JSON parse
  * error quotes the chunk it choked on): the message of the error itself,
- * only the class names of its causes.
+ * without what it quotes from llama-server, and only the class names of its
+ * causes.
  */
 export function describeSafely(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
-  let text = `${error.name}: ${error.message}`;
+  const message = error instanceof AssistantError
+    ? error.loggable
+    : error.message;
+  let text = `${error.name}: ${message}`;
   for (
     let cause = error.cause;
     cause !== undefined;

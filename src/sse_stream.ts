@@ -92,6 +92,7 @@ function chunkDeltas(chunk: unknown): Delta[] {
       ? error.message
       : String(chunk.error);
     throw new AssistantError(`llama-server error: ${message}`, {
+      quoted: message,
       cause: new Error(
         `Error chunk type=${String(error.type)} code=${String(error.code)}`,
       ),

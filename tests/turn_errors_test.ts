@@ -52,6 +52,22 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
     message: /^llama-server error: Context size has been exceeded\.$/,
   },
   {
+    name: "an HTTP 500 whose message quotes the turn",
+    script: httpError(500, {
+      message:
+        "Failed to parse tool call arguments as JSON: Fine now, said the model",
+      type: "server_error",
+    }),
+    message:
+      /^llama-server answered 500: Failed to parse tool call arguments as JSON: Fine now, said the model$/,
+  },
+  {
+    name: "an error chunk that quotes the turn",
+    script: streamError("Failed to parse input at pos 0: <tool_call>Fine now"),
+    message:
+      /^llama-server error: Failed to parse input at pos 0: <tool_call>Fine now$/,
+  },
+  {
     name: "a malformed chunk",
     // Its text must not reach the log through the parse error's message.
     script: malformed({
