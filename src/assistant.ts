@@ -251,7 +251,8 @@ export class Assistant implements Disposable {
       const model = await llm.chooseModel(signal);
       if (this.#stale(reply)) return;
       this.#model = model.id;
-      if (model.nCtx !== null) this.#ctxMax = model.nCtx;
+      // Another model's size would be wrong: unknown is null.
+      this.#ctxMax = model.nCtx;
 
       const question: ChatMessage = {
         role: "user",
@@ -295,7 +296,7 @@ export class Assistant implements Disposable {
         const assistant: ChatMessage = {
           role: "assistant",
           content: content === "" ? null : content,
-          tool_calls: calls,
+          tool_calls: calls.map(replayable),
         };
         request.push(assistant);
         stored.push(assistant);
@@ -452,6 +453,23 @@ export class Assistant implements Disposable {
       target.messages.push(messages);
     }
   }
+}
+
+/**
+ * A tool call as it goes back to the model: arguments that are not a JSON
+ * object become `{}`, since llama-server parses the history's arguments and
+ * would fail the next request on them. The tool result says what was wrong.
+ */
+function replayable(call: ToolCall): ToolCall {
+  try {
+    const args: unknown = JSON.parse(call.function.arguments);
+    if (typeof args === "object" && args !== null && !Array.isArray(args)) {
+      return call;
+    }
+  } catch {
+    // Not JSON: replaced below.
+  }
+  return { ...call, function: { ...call.function, arguments: "{}" } };
 }
 
 function errorName(error: unknown): string {

@@ -19,8 +19,8 @@ export interface FakeModel {
   status?: ModelStatus;
   /** A failed load: `status.failed: true` (router mode). */
   failed?: boolean;
-  /** Context size reported by `meta.n_ctx` and `/props`; default 4096. */
-  nCtx?: number;
+  /** Context size reported by `meta.n_ctx` and `/props`; default 4096; null reports none (router mode). */
+  nCtx?: number | null;
 }
 
 /** What a chat script knows about the request it answers. */
@@ -657,7 +657,7 @@ export class FakeLlm implements AsyncDisposable {
           },
           source: "models_dir",
           can_remove: false,
-          ...(awake ? { meta: meta(model) } : {}),
+          ...(awake && model.nCtx !== null ? { meta: meta(model) } : {}),
         };
       }),
       object: "list",
@@ -666,7 +666,10 @@ export class FakeLlm implements AsyncDisposable {
 
   #modelProps(model: FakeModel): unknown {
     return {
-      default_generation_settings: { params: {}, n_ctx: model.nCtx ?? 4096 },
+      default_generation_settings: {
+        params: {},
+        ...(model.nCtx === null ? {} : { n_ctx: model.nCtx ?? 4096 }),
+      },
       total_slots: 4,
       model_alias: model.id,
       model_path: model.id,

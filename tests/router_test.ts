@@ -124,3 +124,29 @@ Deno.test("the model list is asked every turn, so an unload between turns is see
   ]);
   assert.deepEqual(llm.autoloads, []);
 });
+
+Deno.test("ctx max follows the model in use, and is null when the new one reports no size", async () => {
+  await using llm = await FakeLlm.start({
+    mode: "router",
+    models: [{ id: "big", status: "loaded", nCtx: 32768 }],
+  });
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  llm.enqueue(reply({ content: ["one"] }), reply({ content: ["two"] }));
+  await client.send({ type: "ask", text: "First" });
+  const first = await client.until(isIdle);
+  assert.ok(first.some((e) => e.type === "ctx" && e.max === 32768));
+
+  llm.setModels([{ id: "small", status: "loaded", nCtx: null }]);
+  await client.send({ type: "ask", text: "Second" });
+  const second = await client.until(isIdle);
+  assert.equal((llm.chats[1]!.body as { model: string }).model, "small");
+  const ctx = second.find((e) => e.type === "ctx");
+  assert.ok(ctx && ctx.type === "ctx");
+  assert.equal(ctx.max, null);
+  await using late = await daemon.connect();
+  const hello = await late.next("hello");
+  assert.equal(hello.model, "small");
+  assert.equal(hello.ctx_max, null);
+});

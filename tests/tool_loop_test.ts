@@ -84,6 +84,13 @@ Deno.test("bad arguments and unknown tools come back to the model as results", a
   assert.match(results[1]!, /JSON/);
   assert.match(results[2]!, /no_such_tool/);
   assert.match(results[2]!, /echo_args/, "the model is told which tools exist");
+  // llama-server parses the arguments in the history: they go back as JSON.
+  const calls = (llm.chats[1]!.body as {
+    messages: { tool_calls?: { function: { arguments: string } }[] }[];
+  }).messages.flatMap((m) => m.tool_calls ?? []).map((c) =>
+    c.function.arguments
+  );
+  assert.deepEqual(calls, ['{"name":"x","count":1.5}', "{}", "{}"]);
 });
 
 Deno.test("arguments with shell syntax reach the tool literally", async () => {
