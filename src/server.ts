@@ -28,6 +28,8 @@ export interface Brain {
   hello(): Event;
   /** Runs one command; resolves to the answer for the asker (or null). Shared-state events are broadcast by the brain itself through Server.broadcast. */
   handle(command: Command): Promise<Event | null>;
+  /** Resolves once no reply is in flight: a client that half-closes still gets the reply it asked for. */
+  settled?(): Promise<void>;
 }
 
 /** Options of {@link Server.listen}. */
@@ -242,6 +244,11 @@ export class Server implements AsyncDisposable {
         if (command === null) continue;
         const answer = await client.whileOpen(this.#run(client, command));
         if (answer) client.send(encodeEvent(answer));
+      }
+      // `printf '{"type":"ask",…}\n' | socat - UNIX-CONNECT:…` ends its input
+      // at once: the reply in flight still goes out before the close.
+      if (!client.closed && this.#brain.settled) {
+        await client.whileOpen(this.#brain.settled());
       }
       client.end();
     } catch (error) {

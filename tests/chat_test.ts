@@ -13,7 +13,7 @@ import {
   tempHome,
   within,
 } from "./client_harness.ts";
-import { chunk, FakeLlm, hold, reply, type Script } from "./fake_llm.ts";
+import { FakeLlm, gated, hold, reply } from "./fake_llm.ts";
 
 const hasScript = await new Deno.Command("script", {
   args: ["--version"],
@@ -29,20 +29,6 @@ type Chats = { messages: { role: string; content: string }[] };
 function lastQuestion(llm: FakeLlm, index: number): string {
   const body = llm.chats[index]?.body as Chats | undefined;
   return body?.messages.at(-1)?.content.replace(/^\[[^\]]*\] /, "") ?? "";
-}
-
-/** A reply that sends `first`, waits for `gate`, then sends `rest`. */
-function gated(first: string, gate: Promise<void>, rest: string): Script {
-  return {
-    async *steps(context) {
-      yield { send: chunk(context, { role: "assistant", content: null }) };
-      yield { send: chunk(context, { content: first }) };
-      await gate;
-      yield { send: chunk(context, { content: rest }) };
-      yield { send: chunk(context, {}, "stop") };
-      yield { send: "data: [DONE]\n\n" };
-    },
-  };
 }
 
 Deno.test("piped chat: a question streams its answer, /search and /open show results and turns, /new clears", async () => {

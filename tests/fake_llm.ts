@@ -314,6 +314,24 @@ export function stall(options: { tokens?: string[] } = {}): Script {
   };
 }
 
+/** A reply that sends `first`, waits for `gate`, then sends `rest`. */
+export function gated(
+  first: string,
+  gate: Promise<void>,
+  rest: string,
+): Script {
+  return {
+    async *steps(context) {
+      yield { send: chunk(context, { role: "assistant", content: null }) };
+      yield { send: chunk(context, { content: first }) };
+      await gate;
+      yield { send: chunk(context, { content: rest }) };
+      yield { send: chunk(context, {}, "stop") };
+      yield { send: "data: [DONE]\n\n" };
+    },
+  };
+}
+
 /** Some tokens (paced if asked), then nothing until the client aborts. */
 export function hold(
   tokens: string[] = [],

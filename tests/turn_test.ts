@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { Daemon } from "./daemon_harness.ts";
-import { FakeLlm, hold, reply } from "./fake_llm.ts";
+import { FakeLlm, gated, hold, reply } from "./fake_llm.ts";
 import { isIdle } from "./socket_client.ts";
 
 const TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
@@ -189,6 +189,26 @@ Deno.test("an ask during a reply stops it first; a late client gets the pending 
     "Second question",
     "Second answer.",
   ]]);
+});
+
+Deno.test("a client that half-closes after its ask gets the whole reply, then is closed", async () => {
+  await using llm = await FakeLlm.start();
+  const gate = Promise.withResolvers<void>();
+  llm.enqueue(gated("first", gate.promise, " second"));
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  await client.send({ type: "ask", text: "Half closed" });
+  await client.closeWrite();
+  await client.until((e) => e.type === "token" && e.delta === "first");
+  gate.resolve();
+  const rest = await client.closed();
+  assert.deepEqual(
+    rest.filter((e) => e.type !== "ctx").map((e) =>
+      e.type === "token" ? e.delta : e.type === "state" ? e.state : e.type
+    ),
+    [" second", "done", "idle"],
+  );
 });
 
 Deno.test("the next request carries stored history with stamps, capped at history_turns", async () => {
