@@ -3,7 +3,7 @@
  * events of this client's own turn count: it starts with the `user` echo
  * that follows the `ask` and ends at the next `done` or turn `error`.
  */
-import { DaemonClient } from "./client.ts";
+import { DaemonClient, DaemonRefusedError } from "./client.ts";
 import type { Env } from "./config.ts";
 import { AssistantError } from "./errors.ts";
 import type { Event } from "./protocol.ts";
@@ -157,7 +157,9 @@ export async function runAsk(
   } catch (error) {
     if (!(error instanceof AssistantError)) throw error;
     await writeAll(stderr, `${error.message}\n`);
-    return ASK_EXIT.noDaemon;
+    return error instanceof DaemonRefusedError
+      ? ASK_EXIT.failed
+      : ASK_EXIT.noDaemon;
   }
   await using _client = client;
   if (interrupts.count > 0) return ASK_EXIT.interrupted;

@@ -8,7 +8,12 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
-import { clientFlags, clientSocketPath, DaemonClient } from "./client.ts";
+import {
+  clientFlags,
+  clientSocketPath,
+  DaemonClient,
+  DaemonRefusedError,
+} from "./client.ts";
 import type { Env } from "./config.ts";
 import { AssistantError } from "./errors.ts";
 import { KeyStream } from "./key_stream.ts";
@@ -100,7 +105,9 @@ export async function runChat(
   } catch (error) {
     if (!(error instanceof AssistantError)) throw error;
     err(`${error.message}\n`);
-    return CHAT_EXIT.noDaemon;
+    return error instanceof DaemonRefusedError
+      ? CHAT_EXIT.failed
+      : CHAT_EXIT.noDaemon;
   }
   await using _client = client;
 

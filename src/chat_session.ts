@@ -12,6 +12,7 @@ import type { Command, Event, State } from "./protocol.ts";
 /** Exit codes of `chat`. */
 export const CHAT_EXIT = Object.freeze({
   ok: 0,
+  failed: 1,
   noDaemon: 2,
   usage: 64,
   interrupted: 130,

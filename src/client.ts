@@ -46,6 +46,15 @@ const DEFAULT_HELLO_TIMEOUT_MS = 10_000;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const encoder = new TextEncoder();
 
+/** A daemon answered on the socket but would not serve this client (too many clients, a bad greeting): not "no daemon". */
+export class DaemonRefusedError extends AssistantError {
+  /** Creates the error; the message says what the daemon did. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "DaemonRefusedError";
+  }
+}
+
 /** Parses framed lines into events: SyntaxError for a line that is not JSON, TypeError for JSON that is no event. */
 export class EventStream extends TransformStream<LineChunk, Event> {
   /** Creates the parser; blank lines are skipped. */
@@ -194,7 +203,7 @@ export class DaemonClient implements AsyncDisposable {
       first = await Promise.race([reader.read(), timeout]);
     } catch (error) {
       return await fail(
-        new AssistantError(
+        new DaemonRefusedError(
           `The daemon on ${path} sent a bad greeting: check that the socket belongs to desktop-assistant`,
           { cause: error },
         ),
@@ -219,14 +228,14 @@ export class DaemonClient implements AsyncDisposable {
     const event = first.value;
     if (event.type === "error") {
       return await fail(
-        new AssistantError(
+        new DaemonRefusedError(
           `The daemon refused the connection: ${event.message}`,
         ),
       );
     }
     if (event.type !== "hello") {
       return await fail(
-        new AssistantError(
+        new DaemonRefusedError(
           `The daemon on ${path} greeted with "${event.type}" instead of "hello": update the client or the daemon`,
         ),
       );

@@ -11,6 +11,7 @@ import {
   tempHome,
   within,
 } from "./client_harness.ts";
+import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, hold, httpError, reply } from "./fake_llm.ts";
 
 Deno.test("ask prints exactly the answer, run with only the socket's grants", async () => {
@@ -123,6 +124,26 @@ Deno.test("ask exits 2 with the start hint when no daemon answers", async () => 
   assert.match(
     result.stderr,
     /^no daemon answers on .*; start it with: deno task start \(or assistant\.sh start\)\n$/,
+  );
+});
+
+Deno.test("ask exits 1, not 2, when a daemon answers but refuses it", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "max_clients = 1\n",
+  });
+  await using first = await daemon.connect();
+  await first.next("hello");
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["ask", "Anyone there?"]),
+    clientEnv(daemon.paths.runtimeDir),
+  );
+  assert.equal(result.code, 1, result.stderr);
+  assert.equal(result.stdout, "");
+  assert.equal(
+    result.stderr,
+    "The daemon refused the connection: too many clients (max 1)\n",
   );
 });
 
