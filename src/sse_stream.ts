@@ -6,8 +6,16 @@
 import {
   type EventSourceMessage,
   EventSourceParserStream,
+  ParseError,
 } from "eventsource-parser/stream";
 import { AssistantError } from "./errors.ts";
+
+/**
+ * Characters of an unfinished SSE line the parser may hold: a server that
+ * streams without a line break would otherwise grow the daemon's memory
+ * while its bytes keep the stall guard quiet. Real chunks are kilobytes.
+ */
+export const MAX_PENDING_CHARS = 16 * 1024 * 1024;
 
 /** One typed piece of a streamed reply. */
 export type Delta =
@@ -169,6 +177,10 @@ export class ChatDeltaStream
           controller.error(reason);
           return;
         }
+        if (reason instanceof ParseError) {
+          controller.error(malformed(reason));
+          return;
+        }
         controller.error(
           new AssistantError("llama-server closed the stream early", {
             cause: reason,
@@ -328,7 +340,9 @@ export function deltaStream(
   }
   return bytes
     .pipeThrough(new TextDecoderStream())
-    .pipeThrough(new EventSourceParserStream())
+    .pipeThrough(
+      new EventSourceParserStream({ maxBufferSize: MAX_PENDING_CHARS }),
+    )
     .pipeThrough(
       new ChatDeltaStream(
         options.signal === undefined ? {} : { signal: options.signal },

@@ -5,6 +5,7 @@ import {
   ChatDeltaStream,
   type Delta,
   deltaStream,
+  MAX_PENDING_CHARS,
   StallGuardStream,
   ThinkTagStream,
 } from "../src/sse_stream.ts";
@@ -251,6 +252,26 @@ Deno.test("chat deltas: a broken body is an early close, an abort stays an abort
     ),
     reason,
   );
+});
+
+Deno.test("an endless line without a break is a malformed stream, not unbounded memory", async () => {
+  const piece = new TextEncoder().encode("a".repeat(1024 * 1024));
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode("data: "));
+    },
+    pull(controller) {
+      // Bounded: past the limit the parser must have failed already.
+      if (sent * piece.length > 2 * MAX_PENDING_CHARS) controller.close();
+      else controller.enqueue(piece);
+      sent++;
+    },
+  });
+  const error = await rejection(Array.fromAsync(deltaStream(body)));
+  assert.ok(error instanceof AssistantError, String(error));
+  assert.equal(error.message, "malformed stream");
+  assert.ok(sent * piece.length <= MAX_PENDING_CHARS + 4 * piece.length);
 });
 
 Deno.test("stall guard errors after silence, calls onStall and cancels the source", async () => {
