@@ -65,6 +65,8 @@ export function chatBody(input: ChatBodyInput): Record<string, unknown> {
 
 interface ModelEntry {
   id: string;
+  /** Other names the router answers to (`--alias`, presets). */
+  aliases: string[];
   status: string | null;
   failed: boolean;
   metaCtx: number | null;
@@ -83,6 +85,9 @@ function readEntries(list: unknown): ModelEntry[] {
     const meta = isRecord(item.meta) ? item.meta : null;
     entries.push({
       id: item.id,
+      aliases: Array.isArray(item.aliases)
+        ? item.aliases.filter((alias) => typeof alias === "string")
+        : [],
       status: status && typeof status.value === "string" ? status.value : null,
       failed: status?.failed === true,
       metaCtx: typeof meta?.n_ctx === "number" && meta.n_ctx > 0
@@ -101,8 +106,10 @@ function pick(entries: ModelEntry[], preferred: string): ModelEntry | null {
     const usable = entries.filter((entry) =>
       entry.status === wanted && !entry.failed
     );
-    const choice = usable.find((entry) => entry.id === preferred) ??
-      usable[0];
+    const choice = usable.find((entry) =>
+      preferred !== "" &&
+      (entry.id === preferred || entry.aliases.includes(preferred))
+    ) ?? usable[0];
     if (choice) return choice;
   }
   return null;

@@ -17,6 +17,8 @@ export interface FakeModel {
   id: string;
   /** Router mode only; default "loaded". */
   status?: ModelStatus;
+  /** Other names the router lists for it (router mode). */
+  aliases?: string[];
   /** A failed load: `status.failed: true` (router mode). */
   failed?: boolean;
   /** Context size reported by `meta.n_ctx` and `/props`; default 4096; null reports none (router mode). */
@@ -663,7 +665,7 @@ export class FakeLlm implements AsyncDisposable {
         const awake = status === "loaded" || status === "sleeping";
         return {
           id: model.id,
-          aliases: [],
+          aliases: model.aliases ?? [],
           tags: [],
           object: "model",
           owned_by: "llamacpp",

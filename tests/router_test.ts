@@ -68,6 +68,19 @@ Deno.test("the config's model picks among several loaded ones", async () => {
   assert.equal((llm.chats[0]!.body as { model: string }).model, "tiny-c");
 });
 
+Deno.test("the config's model may name a loaded model by one of its aliases", async () => {
+  const { llm, daemon } = await askOnce([
+    { id: "tiny-a", status: "loaded" },
+    { id: "org/tiny-c-Q4.gguf", aliases: ["tiny-c"], status: "loaded" },
+  ], 'model = "tiny-c"\n');
+  await using _llm = llm;
+  await using _daemon = daemon;
+  assert.equal(
+    (llm.chats[0]!.body as { model: string }).model,
+    "org/tiny-c-Q4.gguf",
+  );
+});
+
 Deno.test("a sleeping model is used when none is loaded, and no props request wakes another", async () => {
   const { llm, events, daemon } = await askOnce([
     { id: "tiny-a", status: "unloaded" },
