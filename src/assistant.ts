@@ -349,6 +349,8 @@ export class Assistant implements Disposable {
       this.#reply = null;
       const message = error instanceof AssistantError
         ? error.message
+        : this.#shutdown.signal.aborted
+        ? "the daemon is shutting down"
         : "reply failed";
       // AssistantError messages are written for clients; what they quote
       // from llama-server may repeat the turn, so the log leaves it out.
