@@ -7,6 +7,7 @@ import type { Config } from "./config.ts";
 import { AssistantError } from "./errors.ts";
 import { chatBody, type ModelChoice } from "./llm.ts";
 import { describeSafely, log } from "./log.ts";
+import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
 import {
   type Command,
   DEFAULT_LIST_LIMIT,
@@ -457,62 +458,9 @@ export class Assistant implements Disposable {
   }
 }
 
-/**
- * A tool call as it goes back to the model: arguments that are not a JSON
- * object become `{}`, since llama-server parses the history's arguments and
- * would fail the next request on them. The tool result says what was wrong.
- */
-function replayable(call: ToolCall): ToolCall {
-  try {
-    const args: unknown = JSON.parse(call.function.arguments);
-    if (typeof args === "object" && args !== null && !Array.isArray(args)) {
-      return call;
-    }
-  } catch {
-    // Not JSON: replaced below.
-  }
-  return { ...call, function: { ...call.function, arguments: "{}" } };
-}
-
 function errorName(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
   // Where it was thrown helps; the message might quote the turn.
   const frame = error.stack?.split("\n")[1]?.trim();
   return frame ? `${error.name} ${frame}` : error.name;
-}
-
-/** The system prompt with today's date and the model in use stamped on it. */
-export function systemPrompt(prompt: string, model: string, now: Date): string {
-  const date = now.toLocaleDateString("en-GB", {
-    weekday: "long",
-    year: "numeric",
-    month: "long",
-    day: "numeric",
-  });
-  return `${prompt}\n\nToday is ${date}. You are running as the model ${
-    displayModel(model)
-  }.`;
-}
-
-/** The question stamped with the local date and time. */
-export function stampQuestion(text: string, now: Date): string {
-  return `[${localStamp(now)}] ${text}`;
-}
-
-function localStamp(now: Date): string {
-  const pad = (n: number) => String(n).padStart(2, "0");
-  const offset = -now.getTimezoneOffset();
-  const sign = offset >= 0 ? "+" : "-";
-  const abs = Math.abs(offset);
-  return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${
-    pad(now.getDate())
-  } ` +
-    `${pad(now.getHours())}:${pad(now.getMinutes())} ` +
-    `UTC${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
-}
-
-function displayModel(model: string): string {
-  // A single llama-server names its model by file path; the file name is what a person knows.
-  const base = model.split("/").pop() ?? model;
-  return base.replace(/\.gguf$/i, "") || model;
 }
