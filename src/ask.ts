@@ -4,7 +4,7 @@
  * that follows the `ask` and ends at the next `done` or turn `error`.
  */
 import { DaemonClient, DaemonRefusedError } from "./client.ts";
-import type { Env } from "./config.ts";
+import type { Env } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 import type { Event } from "./protocol.ts";
 

@@ -14,7 +14,7 @@ import {
   DaemonClient,
   DaemonRefusedError,
 } from "./client.ts";
-import type { Env } from "./config.ts";
+import type { Env } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";

@@ -4,13 +4,8 @@
  * per check. It never creates a database and never makes a router load a model.
  */
 
-import {
-  type Config,
-  type Env,
-  loadConfig,
-  type Paths,
-  resolvePaths,
-} from "./config.ts";
+import { type Config, loadConfig } from "./config.ts";
+import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { DatabaseSync } from "node:sqlite";
 import { LlmClient } from "./llm.ts";
 import { setQuiet } from "./log.ts";

@@ -2,7 +2,7 @@
  * The terminal clients' side of the socket: finds it exactly as the daemon
  * does, connects, sends commands as JSON lines and reads events back.
  */
-import { type Env, socketPath } from "./config.ts";
+import { type Env, socketPath } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 import { type LineChunk, LineStream } from "./line_stream.ts";
 import type { Command, Event } from "./protocol.ts";

@@ -1,6 +1,7 @@
 /** Wires the daemon together: config, grants, store, tools, model client, brain and socket. */
 import { Assistant } from "./assistant.ts";
-import { type Env, loadConfig, resolvePaths } from "./config.ts";
+import { loadConfig } from "./config.ts";
+import { type Env, resolvePaths } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 import { LlmClient } from "./llm.ts";
 import { describeError, log } from "./log.ts";

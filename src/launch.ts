@@ -6,13 +6,8 @@
 
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  type Config,
-  type Env,
-  loadConfig,
-  type Paths,
-  resolvePaths,
-} from "./config.ts";
+import { type Config, loadConfig } from "./config.ts";
+import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { formatLine } from "./check.ts";
 import { AssistantError } from "./errors.ts";
 import { log, setQuiet } from "./log.ts";

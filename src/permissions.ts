@@ -4,7 +4,8 @@
  */
 
 import { isAbsolute, normalize } from "node:path";
-import { type Config, ENV_VARS, type Paths } from "./config.ts";
+import type { Config } from "./config.ts";
+import { ENV_VARS, type Paths } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 
 /** What the flags are derived from. */

@@ -1,5 +1,6 @@
 /** Starts the real daemon as a subprocess with its derived flags, in temporary XDG dirs. */
-import { loadConfig, type Paths, resolvePaths } from "../src/config.ts";
+import { loadConfig } from "../src/config.ts";
+import { type Paths, resolvePaths } from "../src/paths.ts";
 import { deriveFlags } from "../src/permissions.ts";
 import { runnerExecutables } from "../src/tool_runner.ts";
 import { loadTools } from "../src/tools.ts";

@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import {
-  defaultConfig,
-  type Env,
-  ENV_VARS,
-  type Paths,
-  resolvePaths,
-} from "../src/config.ts";
+import { defaultConfig } from "../src/config.ts";
+import { type Env, ENV_VARS, type Paths, resolvePaths } from "../src/paths.ts";
 import { AssistantError } from "../src/errors.ts";
 import {
   deriveFlags,

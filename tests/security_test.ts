@@ -5,7 +5,7 @@
  * daemon's own permission flags leave out.
  */
 import assert from "node:assert/strict";
-import { resolvePaths } from "../src/config.ts";
+import { resolvePaths } from "../src/paths.ts";
 import { Daemon, daemonEnv, exists, inheritedEnv } from "./daemon_harness.ts";
 import { FakeLlm, reply } from "./fake_llm.ts";
 import { isIdle, type Received, type SocketClient } from "./socket_client.ts";

@@ -4,7 +4,7 @@
  * reference) and once while a ninth client runs the worst searches back to
  * back. A search must never stall the stream.
  */
-import { resolvePaths } from "../../src/config.ts";
+import { resolvePaths } from "../../src/paths.ts";
 import { Daemon, daemonEnv } from "../daemon_harness.ts";
 import { FakeLlm } from "../fake_llm.ts";
 import { BenchClient } from "./bench_client.ts";
