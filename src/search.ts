@@ -28,6 +28,12 @@
  *   `rankCap` matches lists conversations from the turns counted.
  * - Any query whose counting took longer than the budget is listed newest
  *   first too: bm25 would read all its matches twice more.
+ *
+ * A deleted conversation keeps its turns and index entries for the moments
+ * until the store's upkeep removes them (see src/store.ts): every query that
+ * returns turns skips conversations in `deleted_conversations`, so it is
+ * never found. Only the counts above (which pick ranking or recency) and
+ * bm25's statistics may still include its turns meanwhile.
  */
 import type { DatabaseSync } from "node:sqlite";
 
@@ -90,6 +96,7 @@ export function prepareSearch(
      )
      SELECT t.conv AS conv, m.turn AS turn, min(m.score) AS score
      FROM m CROSS JOIN turns t ON t.id = m.turn
+     WHERE t.conv NOT IN (SELECT id FROM deleted_conversations)
      GROUP BY t.conv ORDER BY score, turn DESC LIMIT ?`,
   );
   // One pass over the range of the chosen turns: a prefix without a prefix
@@ -115,7 +122,9 @@ export function prepareSearch(
        CASE WHEN desktop_assistant_first_of(t.conv)
          THEN snippet(turns_fts, -1, '**', '**', '…', 12) END AS snippet
      FROM turns_fts f CROSS JOIN turns t ON t.id = f.rowid
-     WHERE turns_fts MATCH ? ORDER BY f.rowid DESC`,
+     WHERE turns_fts MATCH ?
+       AND t.conv NOT IN (SELECT id FROM deleted_conversations)
+     ORDER BY f.rowid DESC`,
   );
   // A phrase's matches among the newest ids, scanned upwards (and stopping
   // past `need`): FTS5 checks a rowid bound only once it has found a match,

@@ -2,6 +2,23 @@
  * The history: conversations and their turns in one SQLite file with an
  * FTS5 index, written through this one connection.
  *
+ * A save or a delete commits only what the client waits for; the rest is
+ * upkeep that the store runs itself shortly after, in small steps between
+ * other work (see `maintain`):
+ * - Checkpoints. SQLite's automatic checkpoint would copy the WAL into the
+ *   database (and, with synchronous=FULL, fsync it) inside whichever commit
+ *   crosses its threshold; here it is off, and upkeep runs a PASSIVE
+ *   checkpoint every few commits instead, so the WAL stays short.
+ * - FTS5 merges. Each commit adds an index segment; FTS5's automerge would
+ *   merge segments inside some commits (tens of ms). Here automerge is off
+ *   and upkeep merges a bounded number of pages per step, so the segment
+ *   count stays bounded all the same.
+ * - Deleted conversations. `delete` only records the conversation in
+ *   `deleted_conversations` (every read skips those); upkeep then deletes
+ *   its turns a batch at a time, the triggers taking each out of the index,
+ *   and finally its row. Turns and index agree at every commit, so a crash
+ *   at any point leaves a consistent file whose next open resumes the work.
+ *
  * The file is personal data: its directory is kept 0700 and the file (with
  * its -wal and -shm) 0600 on every open, and a symbolic link in their place
  * is refused rather than followed.
@@ -10,7 +27,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { dirname } from "node:path";
 import type { ChatMessage } from "./chat_types.ts";
 import { AssistantError } from "./errors.ts";
-import { log } from "./log.ts";
+import { describeError, log } from "./log.ts";
 import type { TurnView } from "./protocol.ts";
 import {
   prepareSearch,
@@ -62,6 +79,42 @@ const DEFAULT_SEARCH_LIMIT = 50;
 /** Milliseconds a statement waits for a lock held by another connection. */
 const BUSY_TIMEOUT_MS = 5000;
 
+/** Milliseconds from a write to the upkeep after it: the reply's last events go out first. */
+const UPKEEP_DELAY_MS = 50;
+
+/** Milliseconds before upkeep that a lock or a reader held back is tried again. */
+const UPKEEP_RETRY_MS = 1000;
+
+/** Turns of a deleted conversation removed per upkeep step (each re-tokenized: ≈ 4 ms in all). */
+const DRAIN_TURNS = 64;
+
+/** Index pages an upkeep step's FTS5 merge writes at most (≈ 1–2 ms). */
+const MERGE_STEP_PAGES = 16;
+
+/**
+ * Index pages of merging each write earns. FTS5's automerge does about one
+ * page per level for each page a commit adds (≈ 10 levels, a few pages a
+ * turn); this is more, so merges keep up, and a long merge of big segments
+ * is spread over later writes as automerge would spread it.
+ */
+const MERGE_PAGES_PER_WRITE = 128;
+
+/** Most merge pages saved up, so a burst of writes is not followed by a long one. */
+const MERGE_PAGES_MAX = 8 * MERGE_PAGES_PER_WRITE;
+
+/**
+ * Commits between two checkpoints. The first commit after a checkpoint
+ * starts the WAL afresh and fsyncs its header too (≈ +0.25 ms), so not
+ * after every save; few enough that a checkpoint stays a short step.
+ */
+const CHECKPOINT_COMMITS = 16;
+
+/**
+ * Commits without any checkpoint after which a save checkpoints itself: only
+ * when upkeep never got a turn of the event loop, so the WAL stays bounded.
+ */
+const FORCED_CHECKPOINT_COMMITS = 500;
+
 /**
  * Forward migrations: entry i takes `user_version` from i to i + 1. Append
  * only; a released entry never changes.
@@ -95,6 +148,11 @@ const MIGRATIONS: readonly string[] = [
    END;`,
   // Files made before the index joined the first schema list by a full scan.
   `CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated, id);`,
+  // Deletes answer at once and leave the per-turn index work to upkeep; FTS5
+  // merges move to upkeep too (automerge = 0 is kept in turns_fts_config).
+  `CREATE TABLE deleted_conversations(
+     id INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE);
+   INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 0);`,
 ];
 
 /** The schema version this code writes. */
@@ -111,8 +169,13 @@ export class Store implements Disposable {
   readonly path: string;
   #db: DatabaseSync;
   #now: () => number;
-  #statements = new Map<string, StatementSync>();
+  #sql: Statements;
   #search: Search;
+  #upkeep: ReturnType<typeof setTimeout> | null = null;
+  /** Commits since the last complete checkpoint. */
+  #uncheckpointed = 0;
+  /** Merge pages earned by writes and not yet spent; 0 once a merge step found nothing to do. */
+  #mergeBudget = MERGE_PAGES_PER_WRITE;
 
   /** Opens (creating when absent) the history at `path`; `:memory:` for a private one. */
   constructor(path: string, options: StoreOptions = {}) {
@@ -133,8 +196,12 @@ export class Store implements Disposable {
       this.#db.exec("PRAGMA journal_mode = WAL");
       this.#db.exec("PRAGMA synchronous = FULL");
       this.#db.exec("PRAGMA foreign_keys = ON");
+      // Checkpoints are upkeep's (see the module comment), never a commit's.
+      this.#db.exec("PRAGMA wal_autocheckpoint = 0");
       migrate(this.#db, path);
       if (onDisk) secureSidecars(path);
+      // Prepared now, so the first save does not pay for them.
+      this.#sql = prepareStatements(this.#db);
       const tuning: SearchOptions = {};
       if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
       if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
@@ -147,35 +214,34 @@ export class Store implements Disposable {
         { cause: error },
       );
     }
+    // Work a previous run left (a delete not yet carried out, a WAL not yet
+    // checkpointed, segments not yet merged) resumes soon after opening.
+    this.#uncheckpointed = CHECKPOINT_COMMITS;
+    this.#schedule(UPKEEP_DELAY_MS);
   }
 
   /** Saves one turn in one transaction; returns its conversation id (new when `conversation` is null). */
   saveTurn(conversation: number | null, turn: StoredTurn): number {
     const now = Math.floor(this.#now() / 1000);
     this.#db.exec("BEGIN IMMEDIATE");
+    let id: number;
     try {
-      let id: number;
       if (conversation === null) {
-        const created = this.#statement(
-          "INSERT INTO conversations(title, created, updated) VALUES (?, ?, ?)",
-        ).run(titleOf(turn.user), now, now);
+        const created = this.#sql.createConversation.run(
+          titleOf(turn.user),
+          now,
+          now,
+        );
         id = Number(created.lastInsertRowid);
       } else {
-        const touched = this.#statement(
-          "UPDATE conversations SET updated = ? WHERE id = ?",
-        ).run(now, conversation);
+        const touched = this.#sql.touchConversation.run(now, conversation);
         if (Number(touched.changes) === 0) {
           throw new AssistantError("no such conversation");
         }
         id = conversation;
       }
-      const next = this.#statement(
-        "SELECT coalesce(max(seq), 0) + 1 AS seq FROM turns WHERE conv = ?",
-      ).get(id);
-      this.#statement(
-        `INSERT INTO turns(conv, seq, user, reply, tools, messages)
-         VALUES (?, ?, ?, ?, ?, ?)`,
-      ).run(
+      const next = this.#sql.nextSeq.get(id);
+      this.#sql.insertTurn.run(
         id,
         Number(next?.seq ?? 1),
         turn.user,
@@ -184,19 +250,19 @@ export class Store implements Disposable {
         JSON.stringify(turn.messages),
       );
       this.#db.exec("COMMIT");
-      return id;
     } catch (error) {
       if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
       throw error;
     }
+    this.#wrote();
+    return id;
   }
 
   /** Conversations, most recently updated first (ties: newest id first); all when `limit` is absent. */
   list(limit?: number): ConversationItem[] {
-    const rows = this.#statement(
-      `SELECT id, title, updated FROM conversations
-       ORDER BY updated DESC, id DESC LIMIT ?`,
-    ).all(limit === undefined ? -1 : Math.max(0, Math.floor(limit)));
+    const rows = this.#sql.list.all(
+      limit === undefined ? -1 : Math.max(0, Math.floor(limit)),
+    );
     return rows.map((row) => ({
       id: Number(row.id),
       title: String(row.title ?? ""),
@@ -207,10 +273,7 @@ export class Store implements Disposable {
   /** Loads every turn of a conversation, in order; null when there is no such conversation. */
   open(id: number): OpenedConversation | null {
     if (!this.exists(id)) return null;
-    const rows = this.#statement(
-      `SELECT id, user, reply, tools, messages FROM turns
-       WHERE conv = ? ORDER BY seq, id`,
-    ).all(id);
+    const rows = this.#sql.turnsOf.all(id);
     const turns: TurnView[] = [];
     const messages: ChatMessage[][] = [];
     for (const row of rows) {
@@ -226,8 +289,7 @@ export class Store implements Disposable {
 
   /** Whether a conversation with this id exists. */
   exists(id: number): boolean {
-    return this.#statement("SELECT 1 FROM conversations WHERE id = ?")
-      .get(id) !== undefined;
+    return this.#sql.exists.get(id) !== undefined;
   }
 
   /** Searches questions and replies (see src/search.ts for the rule); never raises for any text. */
@@ -235,11 +297,39 @@ export class Store implements Disposable {
     return this.#search(q, limit);
   }
 
-  /** Deletes a conversation and its turns; false when there is no such conversation. */
+  /**
+   * Deletes a conversation and its turns; false when there is no such
+   * conversation. It is gone for every read at once; its rows and index
+   * entries are removed by upkeep within moments (see the module comment).
+   */
   delete(id: number): boolean {
-    const result = this.#statement("DELETE FROM conversations WHERE id = ?")
-      .run(id);
-    return Number(result.changes) > 0;
+    const result = this.#sql.markDeleted.run(id);
+    if (Number(result.changes) === 0) return false;
+    this.#wrote();
+    return true;
+  }
+
+  /**
+   * Runs one bounded step of upkeep: removes a batch of a deleted
+   * conversation's turns, or merges a few FTS5 index pages, then checkpoints
+   * the WAL when enough commits gathered in it. Returns whether more work
+   * waits; false too when another connection holds the write lock, in which
+   * case the store tries again later. The store schedules this itself after
+   * every write; callers need it only to finish upkeep when they choose.
+   */
+  maintain(): boolean {
+    if (!this.#db.isOpen) return false;
+    // Upkeep can wait, the thread cannot: no sleeping on another's lock.
+    this.#db.exec("PRAGMA busy_timeout = 0");
+    try {
+      return this.#step();
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      this.#schedule(UPKEEP_RETRY_MS);
+      return false;
+    } finally {
+      this.#db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
   }
 
   /** The problems found by SQLite's and FTS5's integrity checks; empty when the file is sound. */
@@ -249,8 +339,11 @@ export class Store implements Disposable {
 
   /** Closes the database; later calls do nothing. */
   close(): void {
+    if (this.#upkeep !== null) {
+      clearTimeout(this.#upkeep);
+      this.#upkeep = null;
+    }
     if (!this.#db.isOpen) return;
-    this.#statements.clear();
     try {
       this.#db.exec("PRAGMA optimize");
     } catch {
@@ -264,14 +357,194 @@ export class Store implements Disposable {
     this.close();
   }
 
-  #statement(sql: string): StatementSync {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
+  /** One step of `maintain`. */
+  #step(): boolean {
+    let more = false;
+    const deleted = this.#sql.nextDeleted.get();
+    if (deleted !== undefined) {
+      this.#transaction(() => {
+        const id = Number(deleted.id);
+        this.#sql.dropLastTurns.run(id, DRAIN_TURNS - 1);
+        // With its last turn, in the same commit: no conversation is ever
+        // left without turns. The cascade takes its deleted_conversations row.
+        if (this.#sql.anyTurn.get(id) === undefined) {
+          this.#sql.dropConversation.run(id);
+        }
+      });
+      this.#earnMerging();
+      more = true;
+    } else if (this.#mergeBudget > 0) {
+      const before = this.#sql.structure.get()?.block;
+      this.#transaction(() => this.#sql.merge.run(MERGE_STEP_PAGES));
+      const after = this.#sql.structure.get()?.block;
+      // The structure record changes exactly when a merge wrote something.
+      this.#mergeBudget = sameBytes(before, after)
+        ? 0
+        : this.#mergeBudget - MERGE_STEP_PAGES;
+      more = this.#mergeBudget > 0;
     }
-    return statement;
+    if (this.#uncheckpointed >= CHECKPOINT_COMMITS) {
+      if (!this.#checkpoint() && !more) this.#schedule(UPKEEP_RETRY_MS);
+    }
+    return more;
   }
+
+  /** Books a commit and makes sure upkeep follows it. */
+  #wrote(): void {
+    this.#earnMerging();
+    if (++this.#uncheckpointed >= FORCED_CHECKPOINT_COMMITS) {
+      this.#checkpoint();
+    }
+    this.#schedule(UPKEEP_DELAY_MS);
+  }
+
+  /**
+   * Runs upkeep after `ms` unless it is already due: a later write does not
+   * push it back, so it keeps up under constant load.
+   */
+  #schedule(ms: number): void {
+    if (this.#upkeep !== null || !this.#db.isOpen) return;
+    const timer = setTimeout(() => {
+      this.#upkeep = null;
+      let more: boolean;
+      try {
+        more = this.maintain();
+      } catch (error) {
+        // Nothing is lost: the next write schedules upkeep again.
+        log.warn("history upkeep failed", { error: describeError(error) });
+        return;
+      }
+      // A step at a time, so sockets and the token stream run in between.
+      if (more) this.#schedule(0);
+    }, ms);
+    // Upkeep alone never keeps the process alive; the next open resumes it.
+    Deno.unrefTimer(timer);
+    this.#upkeep = timer;
+  }
+
+  /** Grants the merge pages a write earns. */
+  #earnMerging(): void {
+    this.#mergeBudget = Math.min(
+      MERGE_PAGES_MAX,
+      this.#mergeBudget + MERGE_PAGES_PER_WRITE,
+    );
+  }
+
+  /** A PASSIVE checkpoint; returns whether it copied the whole WAL. */
+  #checkpoint(): boolean {
+    const row = this.#sql.checkpoint.get();
+    const frames = Number(row?.log ?? -1);
+    const copied = Number(row?.checkpointed ?? -1);
+    // -1: not a WAL database (`:memory:`), nothing to copy.
+    if (frames === -1 || copied === frames) {
+      this.#uncheckpointed = 0;
+      return true;
+    }
+    return false;
+  }
+
+  /** Runs `work` in one write transaction and books its commit. */
+  #transaction(work: () => void): void {
+    // A statement, unlike exec, reports SQLite's code (SQLITE_BUSY).
+    this.#sql.begin.run();
+    try {
+      work();
+      this.#db.exec("COMMIT");
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+    this.#uncheckpointed++;
+  }
+}
+
+/** The store's prepared statements. */
+interface Statements {
+  begin: StatementSync;
+  createConversation: StatementSync;
+  touchConversation: StatementSync;
+  nextSeq: StatementSync;
+  insertTurn: StatementSync;
+  list: StatementSync;
+  turnsOf: StatementSync;
+  exists: StatementSync;
+  markDeleted: StatementSync;
+  nextDeleted: StatementSync;
+  dropLastTurns: StatementSync;
+  anyTurn: StatementSync;
+  dropConversation: StatementSync;
+  structure: StatementSync;
+  merge: StatementSync;
+  checkpoint: StatementSync;
+}
+
+/** Prepares every statement of the store on its connection. */
+function prepareStatements(db: DatabaseSync): Statements {
+  // A conversation in deleted_conversations is gone for every read.
+  const live = "id NOT IN (SELECT id FROM deleted_conversations)";
+  return {
+    begin: db.prepare("BEGIN IMMEDIATE"),
+    createConversation: db.prepare(
+      "INSERT INTO conversations(title, created, updated) VALUES (?, ?, ?)",
+    ),
+    touchConversation: db.prepare(
+      `UPDATE conversations SET updated = ? WHERE id = ? AND ${live}`,
+    ),
+    nextSeq: db.prepare(
+      "SELECT coalesce(max(seq), 0) + 1 AS seq FROM turns WHERE conv = ?",
+    ),
+    insertTurn: db.prepare(
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    list: db.prepare(
+      `SELECT id, title, updated FROM conversations WHERE ${live}
+       ORDER BY updated DESC, id DESC LIMIT ?`,
+    ),
+    turnsOf: db.prepare(
+      `SELECT id, user, reply, tools, messages FROM turns
+       WHERE conv = ? ORDER BY seq, id`,
+    ),
+    exists: db.prepare(
+      `SELECT 1 FROM conversations WHERE id = ? AND ${live}`,
+    ),
+    markDeleted: db.prepare(
+      `INSERT OR IGNORE INTO deleted_conversations(id)
+       SELECT id FROM conversations WHERE id = ?`,
+    ),
+    nextDeleted: db.prepare("SELECT id FROM deleted_conversations LIMIT 1"),
+    // The newest turns down to the ?2-th before the last, in one statement:
+    // FTS5 writes its pending entries out at every statement (savepoint),
+    // so a statement per turn would cost a segment per turn. A range of the
+    // (conv, seq) index, where `id IN (subquery)` may be planned as a scan.
+    dropLastTurns: db.prepare(
+      `DELETE FROM turns WHERE conv = ?1 AND seq >= coalesce(
+         (SELECT seq FROM turns WHERE conv = ?1
+          ORDER BY seq DESC LIMIT 1 OFFSET ?2), -1)`,
+    ),
+    anyTurn: db.prepare("SELECT 1 FROM turns WHERE conv = ? LIMIT 1"),
+    dropConversation: db.prepare("DELETE FROM conversations WHERE id = ?"),
+    // FTS5's structure record: the index's levels and segments.
+    structure: db.prepare("SELECT block FROM turns_fts_data WHERE id = 10"),
+    merge: db.prepare(
+      "INSERT INTO turns_fts(turns_fts, rank) VALUES ('merge', ?)",
+    ),
+    checkpoint: db.prepare("PRAGMA wal_checkpoint(PASSIVE)"),
+  };
+}
+
+/** Whether `error` is SQLite's SQLITE_BUSY: another connection holds the lock. */
+function isBusy(error: unknown): boolean {
+  const code = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof code === "number" && (code & 0xff) === 5;
+}
+
+/** Whether two SQLite values are the same bytes. */
+function sameBytes(a: unknown, b: unknown): boolean {
+  if (!(a instanceof Uint8Array) || !(b instanceof Uint8Array)) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** Applies the migrations the file lacks, each in its own transaction. */

@@ -79,6 +79,33 @@ Deno.test("search worker: reads while a write transaction is open, without seein
   assert.equal((await worker.search("narwhal", 50)).length, 2);
 });
 
+Deno.test("search worker: a deleted conversation is not found, while or after its rows go", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  const kept = store.saveTurn(null, turn("the kept capybara", "Calm."));
+  const gone = store.saveTurn(null, turn("capybara 0", "Rodent 0."));
+  for (let i = 1; i < 100; i++) {
+    store.saveTurn(gone, turn(`capybara ${i}`, `Rodent ${i}.`));
+  }
+  await using worker = new SearchWorker(tmp.path);
+  assert.equal((await worker.search("capybara", 50)).length, 2);
+  assert.equal(store.delete(gone), true);
+  // Searched while upkeep removes the rows in steps, and once it is done.
+  for (let round = 0; round < 20; round++) {
+    assert.deepEqual(
+      (await worker.search("capybara", 50)).map((h) => h.id),
+      [kept],
+    );
+    assert.deepEqual(await worker.search("rodent", 50), []);
+    assert.deepEqual(await worker.search("capybara 42", 50), []);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  while (store.maintain());
+  assert.deepEqual((await worker.search("capybara", 50)).map((h) => h.id), [
+    kept,
+  ]);
+});
+
 Deno.test("search worker: concurrent searches each get their own answer", async () => {
   using tmp = tempHistory();
   using store = new Store(tmp.path);

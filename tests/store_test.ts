@@ -3,7 +3,12 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { AssistantError } from "../src/errors.ts";
 import { setLogSink } from "../src/log.ts";
-import { SCHEMA_VERSION, Store, type StoredTurn } from "../src/store.ts";
+import {
+  integrityProblems,
+  SCHEMA_VERSION,
+  Store,
+  type StoredTurn,
+} from "../src/store.ts";
 
 function turn(user: string, reply: string, tools: string[] = []): StoredTurn {
   return {
@@ -333,7 +338,52 @@ Deno.test("store: random strings of FTS syntax never raise and never widen the m
   }
 });
 
-Deno.test("store: a delete removes the conversation's rows from turns and from turns_fts", () => {
+/** Runs the store's upkeep until it reports nothing left, as its timer would. */
+function settle(store: Store): void {
+  while (store.maintain());
+}
+
+/** Resolves once `done()` holds, polling; rejects after `ms`. */
+async function eventually(
+  done: () => boolean,
+  what: string,
+  ms = 10_000,
+): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!done()) {
+    if (performance.now() > deadline) {
+      throw new Error(`Timed out waiting until ${what}.`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Runs `read` on a connection of its own to the file, as a second process would. */
+function peek<T>(path: string, read: (db: DatabaseSync) => T): T {
+  const db = new DatabaseSync(path);
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+function count(db: DatabaseSync, sql: string, ...args: number[]): number {
+  return Number(db.prepare(sql).get(...args)?.n);
+}
+
+/** FTS5 index segments in the file. */
+function segments(db: DatabaseSync): number {
+  return count(db, "SELECT count(DISTINCT segid) AS n FROM turns_fts_idx");
+}
+
+/** The problems SQLite's and FTS5's checks find, from a connection of its own. */
+function rawIntegrity(db: DatabaseSync): string[] {
+  return integrityProblems(db, { fullText: true });
+}
+
+Deno.test("store: a deleted conversation is never found, before or after upkeep removes its rows", () => {
   const dir = Deno.makeTempDirSync();
   try {
     const path = join(dir, "history.db");
@@ -343,26 +393,372 @@ Deno.test("store: a delete removes the conversation's rows from turns and from t
     const kept = store.saveTurn(null, turn("otters again", "Still otters."));
     assert.equal(store.search("otters").length, 2);
 
-    assert.equal(store.delete(gone), true);
-    assert.deepEqual(store.search("otters").map((h) => h.id), [kept]);
-    assert.deepEqual(store.search("beavers"), []);
-    assert.equal(store.open(gone), null);
-    assert.deepEqual(store.list().map((i) => i.id), [kept]);
-    assert.deepEqual(store.integrityCheck(), []);
+    const gonePhase = (phase: string) => {
+      assert.deepEqual(store.search("otters").map((h) => h.id), [kept], phase);
+      assert.deepEqual(store.search("beavers"), [], phase);
+      assert.deepEqual(store.search("otters", 1).map((h) => h.id), [kept]);
+      assert.equal(store.open(gone), null, phase);
+      assert.equal(store.exists(gone), false, phase);
+      assert.deepEqual(store.list().map((i) => i.id), [kept], phase);
+      assert.equal(store.delete(gone), false, phase);
+      assert.throws(
+        () => store.saveTurn(gone, turn("late beavers", "lost")),
+        (e) =>
+          e instanceof AssistantError && e.message === "no such conversation",
+      );
+      // Both checks pass at every step: turns and index agree throughout.
+      assert.deepEqual(store.integrityCheck(), [], phase);
+      assert.deepEqual(peek(path, rawIntegrity), [], phase);
+    };
 
-    const raw = new DatabaseSync(path, { readOnly: true });
-    try {
-      const left = raw.prepare("SELECT count(*) AS n FROM turns WHERE conv = ?")
-        .get(gone);
-      assert.equal(left?.n, 0);
+    assert.equal(store.delete(gone), true);
+    // The delete itself only marked it: the rows wait for upkeep.
+    assert.equal(
+      peek(
+        path,
+        (db) =>
+          count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", gone),
+      ),
+      2,
+    );
+    gonePhase("before upkeep");
+
+    settle(store);
+    peek(path, (db) => {
+      assert.equal(
+        count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", gone),
+        0,
+      );
+      assert.equal(
+        count(db, "SELECT count(*) AS n FROM conversations WHERE id = ?", gone),
+        0,
+      );
+      assert.equal(
+        count(db, "SELECT count(*) AS n FROM deleted_conversations"),
+        0,
+      );
       // The index itself, not only the content table, lost the words.
-      const indexed = raw.prepare(
-        "SELECT count(*) AS n FROM turns_fts WHERE turns_fts MATCH 'beavers'",
-      ).get();
-      assert.equal(indexed?.n, 0);
-    } finally {
-      raw.close();
+      assert.equal(
+        count(
+          db,
+          "SELECT count(*) AS n FROM turns_fts WHERE turns_fts MATCH 'beavers'",
+        ),
+        0,
+      );
+    });
+    gonePhase("after upkeep");
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: upkeep removes a long deleted conversation by itself, a batch at a time", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, { now: clock() });
+    const kept = store.saveTurn(null, turn("a walrus question", "Tusks."));
+    const long = store.saveTurn(null, turn("walrus 0", "Blubber 0."));
+    for (let i = 1; i < 150; i++) {
+      store.saveTurn(long, turn(`walrus ${i}`, `Blubber ${i}.`));
     }
+    assert.equal(store.delete(long), true);
+    const left = () =>
+      peek(
+        path,
+        (db) =>
+          count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", long),
+      );
+    // One step removes one batch, not the whole conversation.
+    assert.equal(store.maintain(), true);
+    const after = left();
+    assert.ok(after > 0 && after < 150, `${after} turns left`);
+    // The store's own timer does the rest.
+    await eventually(() => {
+      // Never found while its rows go.
+      assert.deepEqual(store.search("walrus").map((h) => h.id), [kept]);
+      assert.deepEqual(store.search("blubber"), []);
+      return left() === 0;
+    }, "upkeep removed the deleted conversation");
+    peek(path, (db) => {
+      assert.equal(
+        count(db, "SELECT count(*) AS n FROM deleted_conversations"),
+        0,
+      );
+      assert.deepEqual(rawIntegrity(db), []);
+    });
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: upkeep never waits on another connection's lock and tries again later", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, { now: clock() });
+    const gone = store.saveTurn(null, turn("a locked question", "Reply."));
+    assert.equal(store.delete(gone), true);
+    const other = new DatabaseSync(path);
+    try {
+      other.exec("BEGIN IMMEDIATE");
+      const started = performance.now();
+      assert.equal(store.maintain(), false);
+      // Not the five seconds a save would wait for the lock.
+      assert.ok(performance.now() - started < 1000);
+      assert.equal(store.exists(gone), false);
+      other.exec("COMMIT");
+    } finally {
+      other.close();
+    }
+    await eventually(
+      () =>
+        peek(
+          path,
+          (db) =>
+            count(
+              db,
+              "SELECT count(*) AS n FROM conversations WHERE id = ?",
+              gone,
+            ),
+        ) === 0,
+      "upkeep tried again and finished the delete",
+    );
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: a delete cut short by SIGKILL leaves a sound file and the next open finishes it", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    const script = join(dir, "delete_then_die.ts");
+    // Saves, deletes, then runs upkeep one slow step at a time until killed.
+    Deno.writeTextFileSync(
+      script,
+      `import { Store } from ${
+        JSON.stringify(new URL("../src/store.ts", import.meta.url).href)
+      };
+const store = new Store(${JSON.stringify(path)});
+const turn = (user, reply) => ({ user, reply, tools: [], messages: [] });
+store.saveTurn(null, turn("the kept narwhal", "Stays."));
+const doomed = store.saveTurn(null, turn("narwhal 0", "Tusk 0."));
+for (let i = 1; i < 200; i++) store.saveTurn(doomed, turn("narwhal " + i, "Tusk " + i + "."));
+store.delete(doomed);
+console.log(doomed);
+for (;;) {
+  store.maintain();
+  console.log("step");
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+}
+`,
+    );
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-all", "--quiet", script],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream())
+      .getReader();
+    let text = "";
+    while (!text.includes("step\n")) {
+      const { value, done } = await lines.read();
+      if (done) break;
+      text += value;
+    }
+    child.kill("SIGKILL");
+    await child.status;
+    await lines.cancel();
+    const doomed = Number(text.split("\n")[0]);
+
+    // The kill came between two steps: some turns are gone, some are left.
+    peek(path, (db) => {
+      const left = count(
+        db,
+        "SELECT count(*) AS n FROM turns WHERE conv = ?",
+        doomed,
+      );
+      assert.ok(left > 0 && left < 200, `${left} turns left`);
+      assert.deepEqual(rawIntegrity(db), []);
+      assert.equal(
+        count(
+          db,
+          `SELECT count(*) AS n FROM conversations c
+           WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.conv = c.id)`,
+        ),
+        0,
+      );
+    });
+    using store = new Store(path);
+    assert.deepEqual(store.list().map((i) => i.title), ["the kept narwhal"]);
+    assert.deepEqual(store.search("narwhal").map((h) => h.id), [1]);
+    assert.deepEqual(store.search("tusk"), []);
+    await eventually(
+      () =>
+        peek(
+          path,
+          (db) =>
+            count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", doomed),
+        ) === 0,
+      "the reopened store finished the delete",
+    );
+    peek(path, (db) => assert.deepEqual(rawIntegrity(db), []));
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: upkeep checkpoints the WAL into the database file by itself", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, { now: clock() });
+    for (let i = 0; i < 20; i++) {
+      store.saveTurn(null, turn(`question ${i}`, `reply ${i}`));
+    }
+    // The database file alone, read without its WAL, holds every save.
+    const alone = join(dir, "alone.db");
+    await eventually(() => {
+      Deno.copyFileSync(path, alone);
+      try {
+        return peek(
+          alone,
+          (db) => count(db, "SELECT count(*) AS n FROM turns"),
+        ) === 20;
+      } catch {
+        // Copied in the middle of a checkpoint: the next poll tells.
+        return false;
+      } finally {
+        // Closing the copy removed its own -wal and -shm.
+        Deno.removeSync(alone);
+      }
+    }, "the saves reached the database file");
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: the WAL stays short under constant saves, and without upkeep a save checkpoints", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const walBytes = (path: string) => Deno.statSync(`${path}-wal`).size;
+    const framesNow = (path: string) =>
+      peek(
+        path,
+        (db) => Number(db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get()?.log),
+      );
+
+    // A loop that never yields: upkeep cannot run, only the saves' own
+    // safety net checkpoints (past 500 commits), so the WAL restarts once.
+    const stuck = join(dir, "stuck.db");
+    let unbounded: number;
+    {
+      using store = new Store(stuck, { now: clock() });
+      for (let i = 0; i < 600; i++) {
+        store.saveTurn(null, turn(`question ${i}`, `reply ${i}`));
+      }
+      const fileFrames = walBytes(stuck) / (4096 + 24);
+      const frames = framesNow(stuck);
+      assert.ok(
+        frames > 0 && frames * 3 < fileFrames,
+        `${frames} frames in a WAL of ${fileFrames}`,
+      );
+      // What 300 saves write to a WAL nothing checkpoints.
+      unbounded = walBytes(stuck) * 300 / 500;
+    }
+
+    // Saves with the event loop turning between them, as in the daemon:
+    // upkeep checkpoints every few saves and the WAL restarts each time.
+    const busy = join(dir, "busy.db");
+    {
+      using store = new Store(busy, { now: clock() });
+      const started = walBytes(busy);
+      for (let i = 0; i < 300; i++) {
+        store.saveTurn(null, turn(`question ${i}`, `reply ${i}`));
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      assert.ok(
+        walBytes(busy) - started < unbounded / 4,
+        `WAL of ${walBytes(busy)} bytes against ${unbounded} unchecked`,
+      );
+    }
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: FTS5 automerge is off and upkeep keeps the index segments few", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, { now: clock() });
+    assert.equal(
+      peek(
+        path,
+        (db) =>
+          db.prepare("SELECT v FROM turns_fts_config WHERE k = 'automerge'")
+            .get()
+            ?.v,
+      ),
+      0,
+    );
+    // Without upkeep each commit leaves a segment of its own.
+    for (let i = 0; i < 12; i++) {
+      store.saveTurn(null, turn(`question ${i} about words`, `reply ${i}`));
+    }
+    assert.equal(peek(path, segments), 12);
+    settle(store);
+    assert.ok(peek(path, segments) <= 4, `${peek(path, segments)} segments`);
+
+    // With upkeep after every save, as the daemon runs it, they stay few.
+    let most = 0;
+    for (let i = 0; i < 300; i++) {
+      store.saveTurn(null, turn(`question ${i} about words`, `reply ${i}`));
+      settle(store);
+      most = Math.max(most, peek(path, segments));
+    }
+    assert.ok(most <= 10, `${most} segments at most`);
+    assert.deepEqual(store.integrityCheck(), []);
+    assert.equal(store.search("words").length, 50);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: a schema version 2 file migrates, keeping its conversations", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    let id: number;
+    {
+      using store = new Store(path, { now: clock() });
+      id = store.saveTurn(null, turn("an old question", "An old reply."));
+    }
+    // Back to version 2: no deleted_conversations, FTS5's default automerge.
+    const raw = new DatabaseSync(path);
+    raw.exec(`DROP TABLE deleted_conversations;
+              INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 4);
+              PRAGMA user_version = 2;`);
+    raw.close();
+    assert.equal(SCHEMA_VERSION, 3);
+
+    using store = new Store(path, { now: clock() });
+    peek(path, (db) => {
+      assert.equal(db.prepare("PRAGMA user_version").get()?.user_version, 3);
+      assert.equal(
+        db.prepare("SELECT v FROM turns_fts_config WHERE k = 'automerge'").get()
+          ?.v,
+        0,
+      );
+    });
+    assert.deepEqual(store.search("old").map((h) => h.id), [id]);
+    const other = store.saveTurn(null, turn("a new question", "New."));
+    assert.equal(store.delete(id), true);
+    assert.deepEqual(store.list().map((i) => i.id), [other]);
+    settle(store);
+    assert.deepEqual(store.search("old"), []);
+    assert.deepEqual(store.integrityCheck(), []);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }
