@@ -254,7 +254,7 @@ async function searchMix(
 interface InsertFigures {
   /** Milliseconds of each `saveTurn`. */
   saves: number[];
-  /** Milliseconds of each upkeep step (`maintain()` call that did work). */
+  /** Milliseconds of each upkeep step (each `maintain()` call). */
   steps: number[];
   /** Milliseconds of upkeep after each save, all steps together. */
   upkeep: number[];
