@@ -10,7 +10,7 @@ import { DatabaseSync } from "node:sqlite";
 import { LlmClient } from "./llm.ts";
 import { setQuiet } from "./log.ts";
 import { missingGrants } from "./permissions.ts";
-import { integrityProblems } from "./store.ts";
+import { integrityProblems } from "./store_schema.ts";
 import { groupKillHelper } from "./tool_runner.ts";
 import { loadTools } from "./tools.ts";
 

@@ -3,12 +3,8 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { AssistantError } from "../src/errors.ts";
 import { setLogSink } from "../src/log.ts";
-import {
-  integrityProblems,
-  SCHEMA_VERSION,
-  Store,
-  type StoredTurn,
-} from "../src/store.ts";
+import { Store, type StoredTurn } from "../src/store.ts";
+import { integrityProblems, SCHEMA_VERSION } from "../src/store_schema.ts";
 
 function turn(user: string, reply: string, tools: string[] = []): StoredTurn {
   return {
