@@ -49,7 +49,7 @@ Deno.test("deriveFlags gives the exact scoped flags for a config", () => {
       "--allow-run=/usr/bin/curl,/usr/bin/jq",
       "--allow-env=HOME,PATH,XDG_CONFIG_HOME,XDG_DATA_HOME,XDG_RUNTIME_DIR," +
       "XDG_STATE_HOME",
-      "--v8-flags=--max-semi-space-size=1,--optimize-for-size",
+      "--v8-flags=--max-semi-space-size=4",
     ],
   );
 });
