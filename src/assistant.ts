@@ -163,6 +163,11 @@ export class Assistant implements Disposable {
     }
   }
 
+  /** Whether a reply is in flight. */
+  get replying(): boolean {
+    return this.#reply !== null;
+  }
+
   /** Resolves once no reply is in flight (shutdown and tests). */
   async settled(): Promise<void> {
     while (this.#reply) await this.#reply.finished;

@@ -106,7 +106,10 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // history the other one owns.
   await clearSocketPath(paths.socketPath);
   const { tools, skipped } = await loadTools(config.tools_dirs);
-  using store = new Store(paths.dbPath);
+  // The store's upkeep waits for a pause in the replies; the brain that
+  // knows of them is made below.
+  let replying = () => false;
+  using store = new Store(paths.dbPath, { busy: () => replying() });
   // The worker (a second isolate loading node:sqlite) starts once the socket
   // listens, so it does not compete with start-up; a search before then
   // starts it itself.
@@ -135,6 +138,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     version: VERSION,
     emit: (event) => server?.broadcast(event),
   });
+  replying = () => assistant.replying;
   await using listening = await Server.listen({
     path: paths.socketPath,
     brain: assistant,

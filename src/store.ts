@@ -74,6 +74,10 @@ export interface StoreOptions {
   rankCap?: number;
   /** Milliseconds a search spends collecting matches (see src/search.ts). */
   budgetMs?: number;
+  /** Whether a reply is streaming: upkeep then waits for a pause, up to `upkeepDeferMs`. */
+  busy?: () => boolean;
+  /** Longest wait of upkeep for a pause, in milliseconds; default 2000. */
+  upkeepDeferMs?: number;
 }
 
 /** Words of the first question that make a conversation's title. */
@@ -87,6 +91,9 @@ const BUSY_TIMEOUT_MS = 5000;
 
 /** Milliseconds from a write to the upkeep after it: the reply's last events go out first. */
 const UPKEEP_DELAY_MS = 50;
+
+/** Default longest wait of upkeep for a pause in the replies. */
+const UPKEEP_DEFER_MS = 2000;
 
 /** Milliseconds before upkeep that a lock or a reader held back is tried again. */
 const UPKEEP_RETRY_MS = 1000;
@@ -139,11 +146,17 @@ export class Store implements Disposable {
   #uncheckpointed = 0;
   /** Merge pages earned by writes and not yet spent; 0 once a merge step found nothing to do. */
   #mergeBudget = MERGE_PAGES_PER_WRITE;
+  #busy: () => boolean;
+  #deferMs: number;
+  /** When upkeep first found a reply streaming and waited, or null. */
+  #deferredSince: number | null = null;
 
   /** Opens (creating when absent) the history at `path`; `:memory:` for a private one. */
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path;
     this.#now = options.now ?? Date.now;
+    this.#busy = options.busy ?? (() => false);
+    this.#deferMs = options.upkeepDeferMs ?? UPKEEP_DEFER_MS;
     const onDisk = path !== ":memory:" && path !== "";
     if (onDisk) prepareFiles(path);
     try {
@@ -369,6 +382,17 @@ export class Store implements Disposable {
     if (this.#upkeep !== null || !this.#db.isOpen) return;
     const timer = setTimeout(() => {
       this.#upkeep = null;
+      // A step (a checkpoint may take 10 ms) would land between a reply's
+      // tokens: wait for a pause, but not forever under constant replies.
+      if (this.#busy()) {
+        const now = performance.now();
+        this.#deferredSince ??= now;
+        if (now - this.#deferredSince < this.#deferMs) {
+          this.#schedule(UPKEEP_DELAY_MS);
+          return;
+        }
+      }
+      this.#deferredSince = null;
       let more: boolean;
       try {
         more = this.maintain();

@@ -1096,3 +1096,71 @@ Deno.test("store: nothing of a conversation reaches the log", () => {
     Deno.removeSync(dir, { recursive: true });
   }
 });
+
+Deno.test("store: upkeep waits while a reply streams, and not past its limit", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    let replying = true;
+    let consulted = Promise.withResolvers<void>();
+    const busy = () => {
+      consulted.resolve();
+      return replying;
+    };
+    using store = new Store(path, { now: clock(), busy });
+    const long = store.saveTurn(null, turn("walrus 0", "Blubber 0."));
+    for (let i = 1; i < 150; i++) {
+      store.saveTurn(long, turn(`walrus ${i}`, `Blubber ${i}.`));
+    }
+    assert.equal(store.delete(long), true);
+    const left = () =>
+      peek(
+        path,
+        (db) =>
+          count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", long),
+      );
+    // The timer fired, found a reply streaming and did nothing. (The store's
+    // timer does not keep the process alive: this one does, meanwhile.)
+    const alive = setTimeout(() => {}, 10_000);
+    try {
+      await consulted.promise;
+      consulted = Promise.withResolvers<void>();
+      await consulted.promise;
+    } finally {
+      clearTimeout(alive);
+    }
+    assert.equal(left(), 150);
+    replying = false;
+    await eventually(() => left() === 0, "upkeep ran once the reply ended");
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: under replies that never pause, upkeep still runs after its limit", async () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, {
+      now: clock(),
+      busy: () => true,
+      upkeepDeferMs: 200,
+    });
+    const long = store.saveTurn(null, turn("walrus 0", "Blubber 0."));
+    for (let i = 1; i < 100; i++) {
+      store.saveTurn(long, turn(`walrus ${i}`, `Blubber ${i}.`));
+    }
+    assert.equal(store.delete(long), true);
+    await eventually(
+      () =>
+        peek(
+          path,
+          (db) =>
+            count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", long),
+        ) === 0,
+      "upkeep ran despite the replies",
+    );
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
