@@ -7,22 +7,12 @@ import {
   mergeTables,
   parseConfig,
 } from "../src/config.ts";
-import { type Env, type Paths, resolvePaths } from "../src/paths.ts";
+import { type Paths, resolvePaths } from "../src/paths.ts";
+import { envOf, XDG } from "./env_fixture.ts";
 import { AssistantError } from "../src/errors.ts";
 
 const BUNDLED = fileURLToPath(new URL("../tools", import.meta.url));
 
-function envOf(vars: Record<string, string>): Env {
-  return (name) => Object.hasOwn(vars, name) ? vars[name] : undefined;
-}
-
-const XDG = envOf({
-  HOME: "/home/ada",
-  XDG_RUNTIME_DIR: "/run/user/1000",
-  XDG_DATA_HOME: "/srv/data",
-  XDG_CONFIG_HOME: "/srv/config/",
-  XDG_STATE_HOME: "/srv/state",
-});
 const PATHS: Paths = resolvePaths(XDG);
 const FILE = "/srv/config/desktop-assistant/config.toml";
 

@@ -1,21 +1,10 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { AssistantError } from "../src/errors.ts";
-import { type Env, ENV_VARS, resolvePaths, socketPath } from "../src/paths.ts";
+import { ENV_VARS, resolvePaths, socketPath } from "../src/paths.ts";
+import { envOf, XDG } from "./env_fixture.ts";
 
 const BUNDLED = fileURLToPath(new URL("../tools", import.meta.url));
-
-function envOf(vars: Record<string, string>): Env {
-  return (name) => Object.hasOwn(vars, name) ? vars[name] : undefined;
-}
-
-const XDG = envOf({
-  HOME: "/home/ada",
-  XDG_RUNTIME_DIR: "/run/user/1000",
-  XDG_DATA_HOME: "/srv/data",
-  XDG_CONFIG_HOME: "/srv/config/",
-  XDG_STATE_HOME: "/srv/state",
-});
 
 Deno.test("resolvePaths follows the XDG variables when they are set", () => {
   assert.deepEqual(resolvePaths(XDG), {

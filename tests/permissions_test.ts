@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { defaultConfig } from "../src/config.ts";
-import { type Env, ENV_VARS, type Paths, resolvePaths } from "../src/paths.ts";
+import { ENV_VARS, type Paths, resolvePaths } from "../src/paths.ts";
+import { envOf } from "./env_fixture.ts";
 import { AssistantError } from "../src/errors.ts";
 import {
   deriveFlags,
@@ -14,10 +15,6 @@ const REPO = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
 const PROBE = fileURLToPath(
   new URL("./fixtures/grants_probe.ts", import.meta.url),
 );
-
-function envOf(vars: Record<string, string>): Env {
-  return (name) => Object.hasOwn(vars, name) ? vars[name] : undefined;
-}
 
 const PATHS: Paths = resolvePaths(envOf({
   HOME: "/home/ada",
