@@ -369,6 +369,23 @@ function count(db: DatabaseSync, sql: string, ...args: number[]): number {
   return Number(db.prepare(sql).get(...args)?.n);
 }
 
+/** Saves one conversation of `turns` walrus turns; returns its id. */
+function walrusConversation(store: Store, turns: number): number {
+  const id = store.saveTurn(null, turn("walrus 0", "Blubber 0."));
+  for (let i = 1; i < turns; i++) {
+    store.saveTurn(id, turn(`walrus ${i}`, `Blubber ${i}.`));
+  }
+  return id;
+}
+
+/** The turns of conversation `conv` still in the file, read on a connection of its own. */
+function turnsLeft(path: string, conv: number): number {
+  return peek(
+    path,
+    (db) => count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", conv),
+  );
+}
+
 /** FTS5 index segments in the file. */
 function segments(db: DatabaseSync): number {
   return count(db, "SELECT count(DISTINCT segid) AS n FROM turns_fts_idx");
@@ -409,14 +426,7 @@ Deno.test("store: a deleted conversation is never found, before or after upkeep 
 
     assert.equal(store.delete(gone), true);
     // The delete itself only marked it: the rows wait for upkeep.
-    assert.equal(
-      peek(
-        path,
-        (db) =>
-          count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", gone),
-      ),
-      2,
-    );
+    assert.equal(turnsLeft(path, gone), 2);
     gonePhase("before upkeep");
 
     settle(store);
@@ -454,17 +464,9 @@ Deno.test("store: upkeep removes a long deleted conversation by itself, a batch 
     const path = join(dir, "history.db");
     using store = new Store(path, { now: clock() });
     const kept = store.saveTurn(null, turn("a walrus question", "Tusks."));
-    const long = store.saveTurn(null, turn("walrus 0", "Blubber 0."));
-    for (let i = 1; i < 150; i++) {
-      store.saveTurn(long, turn(`walrus ${i}`, `Blubber ${i}.`));
-    }
+    const long = walrusConversation(store, 150);
     assert.equal(store.delete(long), true);
-    const left = () =>
-      peek(
-        path,
-        (db) =>
-          count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", long),
-      );
+    const left = () => turnsLeft(path, long);
     // One step removes one batch, not the whole conversation.
     assert.equal(store.maintain(), true);
     const after = left();
@@ -1108,17 +1110,9 @@ Deno.test("store: upkeep waits while a reply streams, and not past its limit", a
       return replying;
     };
     using store = new Store(path, { now: clock(), busy });
-    const long = store.saveTurn(null, turn("walrus 0", "Blubber 0."));
-    for (let i = 1; i < 150; i++) {
-      store.saveTurn(long, turn(`walrus ${i}`, `Blubber ${i}.`));
-    }
+    const long = walrusConversation(store, 150);
     assert.equal(store.delete(long), true);
-    const left = () =>
-      peek(
-        path,
-        (db) =>
-          count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", long),
-      );
+    const left = () => turnsLeft(path, long);
     // The timer fired, found a reply streaming and did nothing. (The store's
     // timer does not keep the process alive: this one does, meanwhile.)
     const alive = setTimeout(() => {}, 10_000);
@@ -1146,18 +1140,10 @@ Deno.test("store: under replies that never pause, upkeep still runs after its li
       busy: () => true,
       upkeepDeferMs: 200,
     });
-    const long = store.saveTurn(null, turn("walrus 0", "Blubber 0."));
-    for (let i = 1; i < 100; i++) {
-      store.saveTurn(long, turn(`walrus ${i}`, `Blubber ${i}.`));
-    }
+    const long = walrusConversation(store, 100);
     assert.equal(store.delete(long), true);
     await eventually(
-      () =>
-        peek(
-          path,
-          (db) =>
-            count(db, "SELECT count(*) AS n FROM turns WHERE conv = ?", long),
-        ) === 0,
+      () => turnsLeft(path, long) === 0,
       "upkeep ran despite the replies",
     );
   } finally {
