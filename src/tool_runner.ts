@@ -200,11 +200,14 @@ async function execute(
     options.signal?.removeEventListener("abort", onAbort);
   }
   const drainTimer = setTimeout(() => drain.abort(), DRAIN_GRACE_MS);
-  await piped;
-  await Promise.race([
-    stdinDone,
-    new Promise((done) => drain.signal.addEventListener("abort", done)),
-  ]);
+  const drained = new Promise<void>((done) => {
+    if (drain.signal.aborted) done();
+    drain.signal.addEventListener("abort", () => done(), { once: true });
+  });
+  // A write to stdin cannot be cancelled: one stuck on a pipe that a process
+  // left behind holds but never reads is left to fail when that process
+  // ends, rather than holding the reply.
+  await Promise.race([Promise.all([piped, stdinDone]), drained]);
   clearTimeout(drainTimer);
   drain.abort();
 

@@ -219,6 +219,26 @@ Deno.test("a process that escapes the group and holds stdout does not hold the c
   }
 });
 
+Deno.test({
+  name:
+    "arguments larger than a pipe, stuck on a stdin a left-behind process holds, do not hold the call",
+  // The stuck write cannot be cancelled: it fails only once the holder is
+  // killed below, after the test has its answer.
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const outcome = await run("holder", { text: "x".repeat(200_000) });
+    const held = pidsIn(outcome.content, "holder");
+    try {
+      assert.equal(outcome.status, "exit 0");
+      assert.equal(held.length, 1);
+      assert.ok(outcome.durationMs < 5000, `${outcome.durationMs} ms`);
+    } finally {
+      killAll(held);
+    }
+  },
+});
+
 Deno.test("a tool that never reads stdin and prints nothing still succeeds", async () => {
   const outcome = await run("stdin_closed", {});
   assert.deepEqual(
