@@ -163,6 +163,11 @@ export class Assistant implements Disposable {
     }
   }
 
+  /** Resolves when the reply in flight ends; null when none is. */
+  replyEnd(): Promise<void> | null {
+    return this.#reply?.finished ?? null;
+  }
+
   /** Whether a reply is in flight. */
   get replying(): boolean {
     return this.#reply !== null;

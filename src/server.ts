@@ -28,8 +28,8 @@ export interface Brain {
   hello(): Event;
   /** Runs one command; resolves to the answer for the asker (or null). Shared-state events are broadcast by the brain itself through Server.broadcast. */
   handle(command: Command): Promise<Event | null>;
-  /** Resolves once no reply is in flight: a client that half-closes still gets the reply it asked for. */
-  settled?(): Promise<void>;
+  /** Resolves when the reply in flight ends, or null when none is: a client that half-closes after its `ask` still gets that reply. */
+  replyEnd?(): Promise<void> | null;
 }
 
 /** Options of {@link Server.listen}. */
@@ -228,6 +228,7 @@ export class Server implements AsyncDisposable {
 
   async #readLoop(client: Client): Promise<void> {
     const pending: PendingRead = { read: null };
+    let ownReply: Promise<void> | null = null;
     const reader = inputOf(client.conn, pending)
       .pipeThrough(new LineStream({ maxBytes: this.#limits.maxLineBytes }))
       .getReader();
@@ -244,12 +245,14 @@ export class Server implements AsyncDisposable {
         if (command === null) continue;
         const answer = await client.whileOpen(this.#run(client, command));
         if (answer) client.send(encodeEvent(answer));
+        if (command.type === "ask" && command.text.trim() !== "") {
+          ownReply = this.#brain.replyEnd?.() ?? null;
+        }
       }
       // `printf '{"type":"ask",…}\n' | socat - UNIX-CONNECT:…` ends its input
-      // at once: the reply in flight still goes out before the close.
-      if (!client.closed && this.#brain.settled) {
-        await client.whileOpen(this.#brain.settled());
-      }
+      // at once: the reply it asked for still goes out before the close. A
+      // client that only pinged is closed at once, whoever else is replying.
+      if (!client.closed && ownReply) await client.whileOpen(ownReply);
       client.end();
     } catch (error) {
       // A reset, or our own close of a dropped client, ends the input.

@@ -211,6 +211,24 @@ Deno.test("a client that half-closes after its ask gets the whole reply, then is
   );
 });
 
+Deno.test("a client that half-closes without asking is closed at once, even during another's reply", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(hold(["long"]));
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using asker = await daemon.connect();
+  await asker.next("hello");
+  await asker.send({ type: "ask", text: "Take your time" });
+  await asker.until((e) => e.type === "token");
+  await using pinger = await daemon.connect();
+  await pinger.send({ type: "ping" });
+  await pinger.closeWrite();
+  // The held reply never ends by itself: waiting for it would time out.
+  const events = await pinger.closed();
+  assert.deepEqual(events.map((e) => e.type), ["hello", "pong"]);
+  await asker.send({ type: "stop" });
+  await asker.until(isIdle);
+});
+
 Deno.test("the next request carries stored history with stamps, capped at history_turns", async () => {
   await using llm = await FakeLlm.start();
   await using daemon = await Daemon.start({
