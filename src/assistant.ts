@@ -269,9 +269,15 @@ export class Assistant implements Disposable {
         role: "user",
         content: stampQuestion(reply.pending.user, now),
       };
+      // Turns saved before tool calls were made replayable may hold
+      // arguments llama-server cannot parse.
       const history = reply.conversation.messages.slice(
         Math.max(0, reply.conversation.messages.length - config.history_turns),
-      ).flat();
+      ).flat().map((message) =>
+        message.role === "assistant" && message.tool_calls
+          ? { ...message, tool_calls: message.tool_calls.map(replayable) }
+          : message
+      );
       const request: ChatMessage[] = [
         {
           role: "system",

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, reply } from "./fake_llm.ts";
 import { isIdle } from "./socket_client.ts";
+import { Store } from "../src/store.ts";
 
 const TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
 type Body = {
@@ -238,4 +239,45 @@ Deno.test("tool_group_kill without the grant for timeout refuses to start, namin
   } finally {
     await Deno.remove(home, { recursive: true });
   }
+});
+
+Deno.test("a stored turn's unparsable tool-call arguments go back to the model as {}", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  {
+    // As a version that kept the model's arguments verbatim saved it.
+    using store = new Store(daemon.paths.dbPath);
+    store.saveTurn(null, {
+      user: "Weather?",
+      reply: "Sorry.",
+      tools: ["weather"],
+      messages: [
+        { role: "user", content: "[2026-11-30 09:00 UTC+00:00] Weather?" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{
+            id: "c1",
+            type: "function",
+            function: { name: "weather", arguments: '{"place":' },
+          }],
+        },
+        { role: "tool", tool_call_id: "c1", content: "[tool result not kept]" },
+        { role: "assistant", content: "Sorry." },
+      ],
+    });
+  }
+  await using client = await daemon.connect();
+  await client.next("hello");
+  await client.send({ type: "open", id: 1 });
+  await client.next("conversation");
+  llm.enqueue(reply({ content: ["Sunny."] }));
+  await client.send({ type: "ask", text: "Again?" });
+  await client.until(isIdle);
+  const sent = (llm.chats[0]!.body as {
+    messages: { tool_calls?: { function: { arguments: string } }[] }[];
+  }).messages.flatMap((m) => m.tool_calls ?? []).map((c) =>
+    c.function.arguments
+  );
+  assert.deepEqual(sent, ["{}"]);
 });
