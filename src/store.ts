@@ -340,7 +340,7 @@ export class Store implements Disposable {
     if (deleted !== undefined) {
       this.#transaction(() => {
         const id = Number(deleted.id);
-        this.#sql.dropLastTurns.run(id, DRAIN_TURNS - 1);
+        this.#sql.dropLastTurns.run(id, DRAIN_TURNS);
         // With its last turn, in the same commit: no conversation is ever
         // left without turns. The cascade takes its deleted_conversations row.
         if (this.#sql.anyTurn.get(id) === undefined) {

@@ -104,14 +104,15 @@ export function prepareStatements(db: DatabaseSync): Statements {
        SELECT id FROM conversations WHERE id = ?`,
     ),
     nextDeleted: db.prepare("SELECT id FROM deleted_conversations LIMIT 1"),
-    // The newest turns down to the ?2-th before the last, in one statement:
-    // FTS5 writes its pending entries out at every statement (savepoint),
-    // so a statement per turn would cost a segment per turn. A range of the
-    // (conv, seq) index, where `id IN (subquery)` may be planned as a scan.
+    // The ?2 newest turns, in one statement: FTS5 writes its pending
+    // entries out at every statement (savepoint), so a statement per turn
+    // would cost a segment per turn. The ids come from the (conv, seq) index
+    // and go by rowid; a turn whose seq is damaged (NULL) goes too, so the
+    // drain always ends.
     dropLastTurns: db.prepare(
-      `DELETE FROM turns WHERE conv = ?1 AND seq >= coalesce(
-         (SELECT seq FROM turns WHERE conv = ?1
-          ORDER BY seq DESC LIMIT 1 OFFSET ?2), -1)`,
+      `DELETE FROM turns WHERE id IN (
+         SELECT id FROM turns WHERE conv = ?1
+         ORDER BY seq DESC, id DESC LIMIT ?2)`,
     ),
     anyTurn: db.prepare("SELECT 1 FROM turns WHERE conv = ? LIMIT 1"),
     dropConversation: db.prepare("DELETE FROM conversations WHERE id = ?"),

@@ -458,6 +458,41 @@ Deno.test("store: a deleted conversation is never found, before or after upkeep 
   }
 });
 
+Deno.test("store: a deleted conversation is not found when a query matches too many turns to rank", () => {
+  // rankCap 2: five matches take the newest-first path of the search.
+  using store = new Store(":memory:", { now: clock(), rankCap: 2 });
+  const kept = store.saveTurn(null, turn("otter kept", "Stays."));
+  const gone = walrusConversation(store, 4);
+  for (let i = 0; i < 4; i++) store.saveTurn(gone, turn(`otter ${i}`, "Gone."));
+  assert.deepEqual(store.search("otter").map((h) => h.id), [gone, kept]);
+  assert.equal(store.delete(gone), true);
+  assert.deepEqual(store.search("otter").map((h) => h.id), [kept]);
+});
+
+Deno.test("store: a deleted conversation with a damaged turn is still removed to the end", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, { now: clock() });
+    const long = walrusConversation(store, 100);
+    // As an outside writer or a damaged file could leave it.
+    peek(path, (db) => db.exec("UPDATE turns SET seq = NULL WHERE seq = 50"));
+    assert.equal(store.delete(long), true);
+    let steps = 0;
+    while (store.maintain()) {
+      assert.ok(++steps < 50, "the drain ends");
+    }
+    assert.equal(turnsLeft(path, long), 0);
+    peek(path, (db) =>
+      assert.equal(
+        count(db, "SELECT count(*) AS n FROM conversations WHERE id = ?", long),
+        0,
+      ));
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
 Deno.test("store: upkeep removes a long deleted conversation by itself, a batch at a time", async () => {
   const dir = Deno.makeTempDirSync();
   try {
@@ -538,7 +573,11 @@ Deno.test("store: a delete cut short by SIGKILL leaves a sound file and the next
       `import { Store } from ${
         JSON.stringify(new URL("../src/store.ts", import.meta.url).href)
       };
-const store = new Store(${JSON.stringify(path)});
+// Its own upkeep timer never gets a turn: only the steps below run.
+const store = new Store(${JSON.stringify(path)}, {
+  busy: () => true,
+  upkeepDeferMs: 1e9,
+});
 const turn = (user, reply) => ({ user, reply, tools: [], messages: [] });
 store.saveTurn(null, turn("the kept narwhal", "Stays."));
 const doomed = store.saveTurn(null, turn("narwhal 0", "Tusk 0."));
