@@ -202,11 +202,20 @@ export class DaemonClient implements AsyncDisposable {
     try {
       first = await Promise.race([reader.read(), timeout]);
     } catch (error) {
+      // A line that is no event is a bad greeting; a broken connection is
+      // a daemon that went away.
+      const garbled = error instanceof SyntaxError ||
+        error instanceof TypeError || error instanceof RangeError;
       return await fail(
-        new DaemonRefusedError(
-          `The daemon on ${path} sent a bad greeting: check that the socket belongs to desktop-assistant`,
-          { cause: error },
-        ),
+        garbled
+          ? new DaemonRefusedError(
+            `The daemon on ${path} sent a bad greeting: check that the socket belongs to desktop-assistant`,
+            { cause: error },
+          )
+          : new AssistantError(
+            `The daemon on ${path} closed the connection before greeting: check it with assistant.sh status`,
+            { cause: error },
+          ),
       );
     } finally {
       clearTimeout(timer);

@@ -20,9 +20,10 @@ export class AssistantError extends Error {
   get loggable(): string {
     if (!this.quoted) return this.message;
     const bytes = new TextEncoder().encode(this.quoted).length;
-    return this.message.replace(
-      this.quoted,
-      `[${bytes} bytes quoted from llama-server, not logged]`,
-    );
+    // The quote ends the message; an earlier match would be our own words.
+    const at = this.message.lastIndexOf(this.quoted);
+    return this.message.slice(0, at) +
+      `[${bytes} bytes quoted from llama-server, not logged]` +
+      this.message.slice(at + this.quoted.length);
   }
 }

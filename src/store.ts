@@ -369,7 +369,13 @@ export class Store implements Disposable {
   #wrote(): void {
     this.#earnMerging();
     if (++this.#uncheckpointed >= FORCED_CHECKPOINT_COMMITS) {
-      this.#checkpoint();
+      try {
+        this.#checkpoint();
+      } catch (error) {
+        // The write is committed: a failed checkpoint must not report it
+        // lost. Upkeep tries again.
+        log.warn("history checkpoint failed", { error: describeError(error) });
+      }
     }
     this.#schedule(UPKEEP_DELAY_MS);
   }
