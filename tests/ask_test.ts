@@ -127,7 +127,7 @@ Deno.test("ask exits 2 with the start hint when no daemon answers", async () => 
   );
 });
 
-Deno.test("ask exits 1, not 2, when a daemon answers but refuses it", async () => {
+Deno.test("ask and chat exit 1, not 2, when a daemon answers but refuses them", async () => {
   await using llm = await FakeLlm.start();
   await using daemon = await Daemon.start({
     llmUrl: llm.url,
@@ -144,6 +144,16 @@ Deno.test("ask exits 1, not 2, when a daemon answers but refuses it", async () =
   assert.equal(
     result.stderr,
     "The daemon refused the connection: too many clients (max 1)\n",
+  );
+  const chat = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    clientEnv(daemon.paths.runtimeDir),
+    "Anyone there?\n",
+  );
+  assert.equal(chat.code, 1, chat.stderr);
+  assert.match(
+    chat.stderr,
+    /The daemon refused the connection: too many clients \(max 1\)\n/,
   );
 });
 
