@@ -314,6 +314,41 @@ export class StallGuardStream<T> extends TransformStream<T, T> {
   }
 }
 
+/** Options of `AbortGuardStream`. */
+export interface AbortGuardStreamOptions {
+  /** Once it aborts, the stream errors with its reason. */
+  signal: AbortSignal;
+}
+
+/**
+ * Passes chunks through until `signal` aborts, then errors with its reason,
+ * so the pipe that feeds it cancels its source: the response body, whose
+ * HTTP connection then closes and llama-server stops generating. fetch's own
+ * abort cannot be relied on once headers are in: it listens on the Request's
+ * signal, which may be garbage-collected with the Response, and an abort
+ * after that never reaches the body (seen under GC pressure).
+ */
+export class AbortGuardStream<T> extends TransformStream<T, T> {
+  /** Creates the stage; it holds `signal` for as long as the stream lives. */
+  constructor(options: AbortGuardStreamOptions) {
+    const { signal } = options;
+    let onAbort = () => {};
+    const stop = () => signal.removeEventListener("abort", onAbort);
+    super({
+      start(controller) {
+        onAbort = () => controller.error(signal.reason);
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      },
+      transform(chunk, controller) {
+        controller.enqueue(chunk);
+      },
+      flush: stop,
+      cancel: stop,
+    });
+  }
+}
+
 /** Options of `deltaStream`. */
 export interface DeltaStreamOptions {
   /** Stall limit in milliseconds; no guard when absent. */
@@ -324,12 +359,17 @@ export interface DeltaStreamOptions {
   signal?: AbortSignal;
 }
 
-/** Glue: body bytes -> TextDecoderStream -> EventSourceParserStream -> ChatDeltaStream -> ThinkTagStream. */
+/** Glue: body bytes -> (abort and stall guards) -> TextDecoderStream -> EventSourceParserStream -> ChatDeltaStream -> ThinkTagStream. */
 export function deltaStream(
   body: ReadableStream<Uint8Array>,
   options: DeltaStreamOptions = {},
 ): ReadableStream<Delta> {
   let bytes = body;
+  if (options.signal !== undefined) {
+    bytes = bytes.pipeThrough(
+      new AbortGuardStream<Uint8Array>({ signal: options.signal }),
+    );
+  }
   if (options.stallMs !== undefined) {
     bytes = bytes.pipeThrough(
       new StallGuardStream<Uint8Array>({

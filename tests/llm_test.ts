@@ -630,6 +630,29 @@ Deno.test("the caller's abort mid-stream surfaces as AbortError and reaches the 
   assert.equal(typeof request.abortedAt, "number");
 });
 
+Deno.test("the caller's abort mid-stream reaches the server even after garbage collection", async () => {
+  // `deno task test` exposes gc(); run without it, this is the test above.
+  const gc = (globalThis as { gc?: () => void }).gc;
+  await using llm = await FakeLlm.start();
+  llm.enqueue(hold(["a"]));
+  const controller = new AbortController();
+  // As the daemon does: the signal it passes is made of others.
+  const signal = AbortSignal.any([controller.signal]);
+  // Only the delta stream is kept, not the Response it came from.
+  const reader = (await client(llm).chat(SINGLE, body(), signal)).getReader();
+  assert.deepEqual((await reader.read()).value, { kind: "content", text: "a" });
+  const pending = reader.read();
+  for (let i = 0; i < 3; i++) {
+    gc?.();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  controller.abort();
+  const error = await rejection(pending);
+  assert.ok(error instanceof DOMException, String(error));
+  assert.equal(error.name, "AbortError");
+  assert.equal(await (await llm.nextAbort()).done, "aborted");
+});
+
 Deno.test("the caller's abort before headers surfaces as AbortError and reaches the server", async () => {
   await using llm = await FakeLlm.start();
   llm.enqueue(stall());
