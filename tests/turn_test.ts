@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
+import { within } from "./client_harness.ts";
 import { Daemon } from "./daemon_harness.ts";
 import { FakeLlm, gated, hold, reply } from "./fake_llm.ts";
 import { isIdle } from "./socket_client.ts";
@@ -126,7 +127,7 @@ Deno.test("stop mid-stream ends the reply at once, aborts the request and saves 
     { type: "done", id: null, stopped: true },
     { type: "state", state: "idle" },
   ]);
-  await request.aborted;
+  await within(request.aborted, "the upstream request to be aborted");
   assert.equal(await request.done, "aborted");
 
   await client.send({ type: "list" });
@@ -175,7 +176,7 @@ Deno.test("an ask during a reply stops it first; a late client gets the pending 
     { type: "state", state: "idle" },
     { type: "user", text: "Second question" },
   ]);
-  await held.aborted;
+  await within(held.aborted, "the held request to be aborted");
   assert.deepEqual(events.at(-3), { type: "done", id: 1, stopped: false });
   const lateEvents = await late.until((e) =>
     e.type === "done" && e.stopped === false
@@ -346,7 +347,7 @@ Deno.test("deleting the conversation a reply belongs to stops the reply", async 
     { type: "conversation", id: null, turns: [] },
   ]);
   assert.deepEqual(events.at(-1), { type: "conversations", items: [] });
-  await llm.chats[1]!.aborted;
+  await within(llm.chats[1]!.aborted, "the reply's request to be aborted");
   // The delete answers at once; the store's upkeep removes the rows after.
   const deadline = performance.now() + 5000;
   while (storedTurns(daemon).length > 0 && performance.now() < deadline) {
