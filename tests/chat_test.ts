@@ -13,7 +13,7 @@ import {
   tempHome,
   within,
 } from "./client_harness.ts";
-import { FakeLlm, gated, hold, reply } from "./fake_llm.ts";
+import { askedQuestion, FakeLlm, gated, hold, reply } from "./fake_llm.ts";
 
 const hasScript = await new Deno.Command("script", {
   args: ["--version"],
@@ -27,8 +27,7 @@ const PTY_SKIP = hasScript
 type Chats = { messages: { role: string; content: string }[] };
 
 function lastQuestion(llm: FakeLlm, index: number): string {
-  const body = llm.chats[index]?.body as Chats | undefined;
-  return body?.messages.at(-1)?.content.replace(/^\[[^\]]*\] /, "") ?? "";
+  return askedQuestion(llm.chats[index]?.body);
 }
 
 Deno.test("piped chat: a question streams its answer, /search and /open show results and turns, /new clears", async () => {

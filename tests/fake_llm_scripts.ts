@@ -265,6 +265,41 @@ export function gated(
   };
 }
 
+/** The question of a chat request as the user typed it: its last message without the daemon's date stamp. */
+export function askedQuestion(body: unknown): string {
+  const messages = (body as { messages?: { content?: unknown }[] } | null)
+    ?.messages;
+  const last = messages?.at(-1)?.content;
+  return typeof last === "string" ? last.replace(/^\[[^\]]*\] /, "") : "";
+}
+
+/** What `answering` streams for one question. */
+export interface Plan {
+  tokens: string[];
+  tokenDelayMs: number;
+}
+
+/** Answers each request by the plan of its question, so a request that never got through (stopped, killed) leaves nothing queued. */
+export function answering(
+  plans: ReadonlyMap<string, Plan>,
+  think: string[],
+): Script {
+  return {
+    steps(context) {
+      const question = askedQuestion(context.body);
+      const plan = plans.get(question);
+      if (!plan) throw new Error(`no plan for ${JSON.stringify(question)}`);
+      const script = reply({
+        think,
+        content: plan.tokens,
+        tokenDelayMs: plan.tokenDelayMs,
+      });
+      if (!("steps" in script)) throw new TypeError("reply() is a stream");
+      return script.steps(context);
+    },
+  };
+}
+
 /** Some tokens (paced if asked), then nothing until the client aborts. */
 export function hold(
   tokens: string[] = [],

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { log } from "../src/log.ts";
 import { Daemon } from "./daemon_harness.ts";
-import { FakeLlm, reply, type Script } from "./fake_llm.ts";
+import { answering, FakeLlm, type Plan } from "./fake_llm.ts";
 import { HEAVY, seeded } from "./fixtures/chaos.ts";
 import { isIdle } from "./socket_client.ts";
 
@@ -23,31 +23,6 @@ function answerTokens(question: string): string[] {
     { length: words },
     (_, i) => i === 0 ? `Answer to ${question}` : ` part ${i}`,
   );
-}
-
-interface Plan {
-  tokens: string[];
-  tokenDelayMs: number;
-}
-
-/** Answers each request from its question, so a request a kill never let through leaves nothing queued. */
-function answering(plans: Map<string, Plan>): Script {
-  return {
-    steps(context) {
-      const messages = context.body.messages as { content: string }[];
-      const stamped = messages.at(-1)?.content ?? "";
-      const question = stamped.replace(/^\[[^\]]*\] /, "");
-      const plan = plans.get(question);
-      if (!plan) throw new Error(`no plan for ${JSON.stringify(question)}`);
-      const script = reply({
-        think: ["Thinking ", "it over."],
-        content: plan.tokens,
-        tokenDelayMs: plan.tokenDelayMs,
-      });
-      if (!("steps" in script)) throw new TypeError("reply() is a stream");
-      return script.steps(context);
-    },
-  };
 }
 
 interface History {
@@ -102,7 +77,9 @@ function checkHistory(path: string, history: History, round: number): number {
 
 Deno.test(`SIGKILL at random points of replies never loses a done turn nor keeps a partial one (seed ${rng.seed}, ${ROUNDS} kills)`, async () => {
   const plans = new Map<string, Plan>();
-  await using llm = await FakeLlm.start({ defaultScript: answering(plans) });
+  await using llm = await FakeLlm.start({
+    defaultScript: answering(plans, ["Thinking ", "it over."]),
+  });
   const home = await Deno.makeTempDir({ prefix: "da-crash-" });
   const history: History = { asked: new Map(), confirmed: new Set() };
   const figures = { kills: 0, midReply: 0, afterDone: 0, turns: 0 };

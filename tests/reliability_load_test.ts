@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { log } from "../src/log.ts";
 import { Daemon } from "./daemon_harness.ts";
-import { FakeLlm, reply, type Script } from "./fake_llm.ts";
+import { answering, FakeLlm, type Plan } from "./fake_llm.ts";
 import { HEAVY, rssKiB, seeded } from "./fixtures/chaos.ts";
 import { isIdle, type Received, SocketClient } from "./socket_client.ts";
 
@@ -33,33 +33,6 @@ function answerTokens(question: string): string[] {
     (_, i) =>
       `${i === 0 ? question : ""} token ${i} ${"of a short reply ".repeat(8)}`,
   );
-}
-
-interface Plan {
-  tokens: string[];
-  tokenDelayMs: number;
-}
-
-/** Answers each request from its question, so a stopped request leaves nothing queued. */
-function answering(plans: Map<string, Plan>): Script {
-  return {
-    steps(context) {
-      const messages = context.body.messages as { content: string }[];
-      const question = (messages.at(-1)?.content ?? "").replace(
-        /^\[[^\]]*\] /,
-        "",
-      );
-      const plan = plans.get(question);
-      if (!plan) throw new Error(`no plan for ${JSON.stringify(question)}`);
-      const script = reply({
-        think: ["Let me see."],
-        content: plan.tokens,
-        tokenDelayMs: plan.tokenDelayMs,
-      });
-      if (!("steps" in script)) throw new TypeError("reply() is a stream");
-      return script.steps(context);
-    },
-  };
 }
 
 /** Replies as the reference client saw them: each from its `user` to its end. */
@@ -130,7 +103,9 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 
 Deno.test(`${CLIENTS} clients, one stalled, ${ASKS} asks with stops and interruptions (seed ${rng.seed})`, async () => {
   const plans = new Map<string, Plan>();
-  await using llm = await FakeLlm.start({ defaultScript: answering(plans) });
+  await using llm = await FakeLlm.start({
+    defaultScript: answering(plans, ["Let me see."]),
+  });
   await using daemon = await Daemon.start({
     llmUrl: llm.url,
     config: `max_clients = ${CLIENTS + 8}\n`,
