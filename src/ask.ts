@@ -3,7 +3,7 @@
  * events of this client's own turn count: it starts with the `user` echo
  * that follows the `ask` and ends at the next `done` or turn `error`.
  */
-import { DaemonClient, DaemonRefusedError } from "./client.ts";
+import { connectOrExplain } from "./client.ts";
 import type { Env } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 import type { Event } from "./protocol.ts";
@@ -149,18 +149,12 @@ export async function runAsk(
     return ASK_EXIT.usage;
   }
 
-  let client: DaemonClient;
-  try {
-    client = await DaemonClient.connect(
-      options.env ? { env: options.env } : {},
-    );
-  } catch (error) {
-    if (!(error instanceof AssistantError)) throw error;
-    await writeAll(stderr, `${error.message}\n`);
-    return error instanceof DaemonRefusedError
-      ? ASK_EXIT.failed
-      : ASK_EXIT.noDaemon;
-  }
+  // Its codes are ASK_EXIT.failed and ASK_EXIT.noDaemon.
+  const client = await connectOrExplain(
+    options.env,
+    (line) => writeAll(stderr, line),
+  );
+  if (typeof client === "number") return client;
   await using _client = client;
   if (interrupts.count > 0) return ASK_EXIT.interrupted;
 

@@ -8,12 +8,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
-import {
-  clientFlags,
-  clientSocketPath,
-  DaemonClient,
-  DaemonRefusedError,
-} from "./client.ts";
+import { clientFlags, clientSocketPath, connectOrExplain } from "./client.ts";
 import type { Env } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 import { KeyStream } from "./key_stream.ts";
@@ -97,18 +92,9 @@ export async function runChat(
     err(`${(error as Error).message}\n`);
     return CHAT_EXIT.usage;
   }
-  let client: DaemonClient;
-  try {
-    client = await DaemonClient.connect(
-      options.env ? { env: options.env } : {},
-    );
-  } catch (error) {
-    if (!(error instanceof AssistantError)) throw error;
-    err(`${error.message}\n`);
-    return error instanceof DaemonRefusedError
-      ? CHAT_EXIT.failed
-      : CHAT_EXIT.noDaemon;
-  }
+  // Its codes are CHAT_EXIT.failed and CHAT_EXIT.noDaemon.
+  const client = await connectOrExplain(options.env, err);
+  if (typeof client === "number") return client;
   await using _client = client;
 
   const terminal = options.terminal ??

@@ -318,3 +318,21 @@ function closeQuietly(conn: Deno.UnixConn): void {
     // Closed already, by the readable's cancel or a failed write.
   }
 }
+
+/**
+ * Connects for a command-line client; when that fails, hands the reason to
+ * `report` and resolves to the exit code: 1 when a daemon answered but
+ * refused, 2 when none answers.
+ */
+export async function connectOrExplain(
+  env: Env | undefined,
+  report: (line: string) => unknown,
+): Promise<DaemonClient | 1 | 2> {
+  try {
+    return await DaemonClient.connect(env ? { env } : {});
+  } catch (error) {
+    if (!(error instanceof AssistantError)) throw error;
+    await report(`${error.message}\n`);
+    return error instanceof DaemonRefusedError ? 1 : 2;
+  }
+}
