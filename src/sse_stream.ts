@@ -258,14 +258,25 @@ export class ThinkTagStream extends TransformStream<Delta, Delta> {
 
 /** Options of `StallGuardStream`. */
 export interface StallGuardOptions {
-  /** Longest wait for the next chunk, in milliseconds. */
-  ms: number;
+  /** Longest wait for the next chunk, in milliseconds; no stall clock when absent. */
+  ms?: number | undefined;
   /** Called once when the wait runs out, to abort the request. */
-  onStall: () => void;
+  onStall?: (() => void) | undefined;
+  /** Once it aborts, the stream errors with its reason. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
- * Errors the stream with AssistantError("llama-server stalled") when no chunk arrives for `ms`; calls onStall (to abort the fetch).
+ * Guards the body's bytes: errors the stream with AssistantError("llama-server
+ * stalled") when no chunk arrives for `ms` (and calls onStall to abort the
+ * fetch), or with the reason of `signal` once it aborts. Either way the pipe
+ * that feeds it cancels its source, the response body, whose HTTP connection
+ * then closes and llama-server stops generating.
+ *
+ * The signal is watched here rather than left to fetch: once headers are in,
+ * fetch listens on the Request's own signal, which may be garbage-collected
+ * with the Response, and an abort after that never reaches the body (seen
+ * under GC pressure). This stage holds `signal` while the stream lives.
  *
  * The clock measures arrivals, so a reader slower than `ms` per chunk would
  * count as a stall; the daemon reads deltas as fast as they come.
@@ -273,75 +284,46 @@ export interface StallGuardOptions {
 export class StallGuardStream<T> extends TransformStream<T, T> {
   /** Starts the clock at once: waiting for the first chunk counts too. */
   constructor(options: StallGuardOptions) {
+    const { ms, signal } = options;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let controller!: TransformStreamDefaultController<T>;
     // A chunk only moves the deadline; the one timer checks it when it fires,
     // so a token costs no timer call of its own.
     let last = performance.now();
+    const onAbort = () => {
+      stop();
+      controller.error(signal?.reason);
+    };
     const stop = () => {
       clearTimeout(timer);
       timer = undefined;
+      signal?.removeEventListener("abort", onAbort);
     };
     const check = () => {
+      if (ms === undefined) return;
       const idle = performance.now() - last;
-      if (idle < options.ms) {
-        timer = setTimeout(check, options.ms - idle);
+      if (idle < ms) {
+        timer = setTimeout(check, ms - idle);
         return;
       }
-      timer = undefined;
+      stop();
       controller.error(
         new AssistantError("llama-server stalled", {
-          cause: new DOMException(
-            `No data for ${options.ms} ms`,
-            "TimeoutError",
-          ),
+          cause: new DOMException(`No data for ${ms} ms`, "TimeoutError"),
         }),
       );
-      options.onStall();
+      options.onStall?.();
     };
     super({
       start(c) {
         controller = c;
-        timer = setTimeout(check, options.ms);
+        if (ms !== undefined) timer = setTimeout(check, ms);
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener("abort", onAbort, { once: true });
       },
       transform(chunk, c) {
         last = performance.now();
         c.enqueue(chunk);
-      },
-      flush: stop,
-      cancel: stop,
-    });
-  }
-}
-
-/** Options of `AbortGuardStream`. */
-export interface AbortGuardStreamOptions {
-  /** Once it aborts, the stream errors with its reason. */
-  signal: AbortSignal;
-}
-
-/**
- * Passes chunks through until `signal` aborts, then errors with its reason,
- * so the pipe that feeds it cancels its source: the response body, whose
- * HTTP connection then closes and llama-server stops generating. fetch's own
- * abort cannot be relied on once headers are in: it listens on the Request's
- * signal, which may be garbage-collected with the Response, and an abort
- * after that never reaches the body (seen under GC pressure).
- */
-export class AbortGuardStream<T> extends TransformStream<T, T> {
-  /** Creates the stage; it holds `signal` for as long as the stream lives. */
-  constructor(options: AbortGuardStreamOptions) {
-    const { signal } = options;
-    let onAbort = () => {};
-    const stop = () => signal.removeEventListener("abort", onAbort);
-    super({
-      start(controller) {
-        onAbort = () => controller.error(signal.reason);
-        if (signal.aborted) onAbort();
-        else signal.addEventListener("abort", onAbort, { once: true });
-      },
-      transform(chunk, controller) {
-        controller.enqueue(chunk);
       },
       flush: stop,
       cancel: stop,
@@ -359,22 +341,18 @@ export interface DeltaStreamOptions {
   signal?: AbortSignal;
 }
 
-/** Glue: body bytes -> (abort and stall guards) -> TextDecoderStream -> EventSourceParserStream -> ChatDeltaStream -> ThinkTagStream. */
+/** Glue: body bytes -> StallGuardStream (stall and abort) -> TextDecoderStream -> EventSourceParserStream -> ChatDeltaStream -> ThinkTagStream. */
 export function deltaStream(
   body: ReadableStream<Uint8Array>,
   options: DeltaStreamOptions = {},
 ): ReadableStream<Delta> {
   let bytes = body;
-  if (options.signal !== undefined) {
-    bytes = bytes.pipeThrough(
-      new AbortGuardStream<Uint8Array>({ signal: options.signal }),
-    );
-  }
-  if (options.stallMs !== undefined) {
+  if (options.stallMs !== undefined || options.signal !== undefined) {
     bytes = bytes.pipeThrough(
       new StallGuardStream<Uint8Array>({
         ms: options.stallMs,
-        onStall: options.onStall ?? (() => {}),
+        onStall: options.onStall,
+        signal: options.signal,
       }),
     );
   }
