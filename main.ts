@@ -24,17 +24,17 @@ async function main(args: string[]): Promise<number> {
     case "serve":
       return await (await import("./src/daemon.ts")).serve();
     case "chat":
-      return await (await import("./src/chat.ts")).runChat(rest);
+      return await (await import("./src/clients/chat.ts")).runChat(rest);
     case "chat-launch":
-      return await (await import("./src/chat.ts")).launchChat(rest);
+      return await (await import("./src/clients/chat.ts")).launchChat(rest);
     case "ask":
-      return await (await import("./src/ask.ts")).runAsk(rest);
+      return await (await import("./src/clients/ask.ts")).runAsk(rest);
     case "flags":
-      return await (await import("./src/launch.ts")).printFlags(rest);
+      return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":
-      return await (await import("./src/check.ts")).runCheck(rest);
+      return await (await import("./src/launch/check.ts")).runCheck(rest);
     case "launch":
-      return await (await import("./src/launch.ts")).launch(rest);
+      return await (await import("./src/launch/launch.ts")).launch(rest);
     case "help":
     case "--help":
     case "-h":

@@ -1,17 +1,17 @@
 /** Wires the daemon together: config, grants, store, tools, model client, brain and socket. */
-import { Assistant } from "./assistant.ts";
-import { loadConfig } from "./config.ts";
-import { type Env, resolvePaths } from "./paths.ts";
+import { Assistant } from "./assistant/assistant.ts";
+import { loadConfig } from "./launch/config.ts";
+import { type Env, resolvePaths } from "./launch/paths.ts";
 import { AssistantError } from "./errors.ts";
-import { LlmClient } from "./llm.ts";
+import { LlmClient } from "./llm/client.ts";
 import { describeError, log } from "./log.ts";
-import { missingGrants } from "./permissions.ts";
-import { SearchWorker } from "./search_worker.ts";
-import { Server } from "./server.ts";
-import { clearSocketPath } from "./socket_path.ts";
-import { Store } from "./store.ts";
-import { groupKillHelper } from "./tool_runner.ts";
-import { loadTools } from "./tools.ts";
+import { missingGrants } from "./launch/permissions.ts";
+import { SearchWorker } from "./store/search_worker.ts";
+import { Server } from "./server/server.ts";
+import { clearSocketPath } from "./server/socket_path.ts";
+import { Store } from "./store/store.ts";
+import { groupKillHelper } from "./tools/runner.ts";
+import { loadTools } from "./tools/load.ts";
 import { VERSION } from "./version.ts";
 
 /** Injected parts of the daemon; the real ones by default. */

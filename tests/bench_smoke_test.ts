@@ -4,7 +4,7 @@
  * of the table was produced and the report written, never a number.
  */
 import assert from "node:assert/strict";
-import { inheritedEnv } from "./daemon_harness.ts";
+import { inheritedEnv } from "./support/daemon_harness.ts";
 
 const BENCH = new URL("./bench/bench.ts", import.meta.url).pathname;
 

@@ -5,10 +5,19 @@
  * daemon's own permission flags leave out.
  */
 import assert from "node:assert/strict";
-import { resolvePaths } from "../src/paths.ts";
-import { Daemon, daemonEnv, exists, inheritedEnv } from "./daemon_harness.ts";
-import { FakeLlm, reply } from "./fake_llm.ts";
-import { isIdle, type Received, type SocketClient } from "./socket_client.ts";
+import { resolvePaths } from "../src/launch/paths.ts";
+import {
+  Daemon,
+  daemonEnv,
+  exists,
+  inheritedEnv,
+} from "./support/daemon_harness.ts";
+import { FakeLlm, reply } from "./support/fake_llm.ts";
+import {
+  isIdle,
+  type Received,
+  type SocketClient,
+} from "./support/socket_client.ts";
 
 const TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
 const PROBE = new URL("./fixtures/outside_probe.ts", import.meta.url).pathname;

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { serve } from "../src/daemon.ts";
 import { type LogSink, setLogSink } from "../src/log.ts";
-import { Daemon, daemonEnv, exists } from "./daemon_harness.ts";
-import { FakeLlm, hold, reply } from "./fake_llm.ts";
-import { SocketClient } from "./socket_client.ts";
+import { Daemon, daemonEnv, exists } from "./support/daemon_harness.ts";
+import { FakeLlm, hold, reply } from "./support/fake_llm.ts";
+import { SocketClient } from "./support/socket_client.ts";
 
 const FIXTURE_TOOLS = new URL("./fixtures/tools/", import.meta.url).pathname;
 

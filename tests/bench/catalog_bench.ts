@@ -5,10 +5,10 @@
  * answer read. The same calls on the Store alone show where the time goes.
  */
 import { DatabaseSync } from "node:sqlite";
-import { Store } from "../../src/store.ts";
-import { Daemon, daemonEnv } from "../daemon_harness.ts";
-import { FakeLlm } from "../fake_llm.ts";
-import { resolvePaths } from "../../src/paths.ts";
+import { Store } from "../../src/store/store.ts";
+import { Daemon, daemonEnv } from "../support/daemon_harness.ts";
+import { FakeLlm } from "../support/fake_llm.ts";
+import { resolvePaths } from "../../src/launch/paths.ts";
 import { BenchClient } from "./bench_client.ts";
 import { layHistory } from "./contention_bench.ts";
 import { historyFile } from "./history_bench.ts";

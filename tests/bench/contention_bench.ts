@@ -4,9 +4,9 @@
  * reference) and once while a ninth client runs the worst searches back to
  * back. A search must never stall the stream.
  */
-import { resolvePaths } from "../../src/paths.ts";
-import { Daemon, daemonEnv } from "../daemon_harness.ts";
-import { FakeLlm } from "../fake_llm.ts";
+import { resolvePaths } from "../../src/launch/paths.ts";
+import { Daemon, daemonEnv } from "../support/daemon_harness.ts";
+import { FakeLlm } from "../support/fake_llm.ts";
 import { BenchClient } from "./bench_client.ts";
 import { copyHistory } from "./history_gen.ts";
 import { historyFile } from "./history_bench.ts";

@@ -5,8 +5,8 @@
  * match, and a `LIKE '%q%'` scan), measured in the same run.
  */
 import { DatabaseSync } from "node:sqlite";
-import { SearchWorker } from "../../src/search_worker.ts";
-import { Store } from "../../src/store.ts";
+import { SearchWorker } from "../../src/store/search_worker.ts";
+import { Store } from "../../src/store/store.ts";
 import {
   type Generated,
   generated,

@@ -9,7 +9,7 @@
  * the temp dir keyed by shape, seed and size, so reruns skip the work.
  */
 import { DatabaseSync } from "node:sqlite";
-import { Store } from "../../src/store.ts";
+import { Store } from "../../src/store/store.ts";
 
 /** Bump when the generated text changes, so stale caches are not reused. */
 const GENERATOR_VERSION = 2;

@@ -3,8 +3,8 @@
  * beside `deno run` of an empty script) and memory (idle RSS, and RSS after
  * 1,000 turns with 16 clients connected).
  */
-import { Daemon, inheritedEnv } from "../daemon_harness.ts";
-import { FakeLlm, reply } from "../fake_llm.ts";
+import { Daemon, inheritedEnv } from "../support/daemon_harness.ts";
+import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { BenchClient } from "./bench_client.ts";
 import {
   type GroupResult,

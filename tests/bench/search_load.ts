@@ -8,7 +8,7 @@
  * Prints the number of searches run.
  */
 import { DatabaseSync } from "node:sqlite";
-import { prepareSearch } from "../../src/search.ts";
+import { prepareSearch } from "../../src/store/search.ts";
 
 if (import.meta.main) {
   const [path, seconds, ...queries] = Deno.args;

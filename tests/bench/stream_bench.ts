@@ -5,7 +5,7 @@
  * process's clock, so the server stamps each chunk and the clients subtract.
  */
 import { EventSourceParserStream } from "eventsource-parser/stream";
-import { Daemon } from "../daemon_harness.ts";
+import { Daemon } from "../support/daemon_harness.ts";
 import {
   type ChatContext,
   chunk,
@@ -13,7 +13,7 @@ import {
   reply,
   type Script,
   type Step,
-} from "../fake_llm.ts";
+} from "../support/fake_llm.ts";
 import { BenchClient } from "./bench_client.ts";
 import {
   type GroupResult,

@@ -1,0 +1,57 @@
+/**
+ * What the model is sent besides the history: the system prompt stamped with
+ * the date and the model in use, the question stamped with the local time,
+ * and tool calls in a shape llama-server can parse back.
+ */
+import type { ToolCall } from "../llm/chat_types.ts";
+
+/** The system prompt with today's date and the model in use stamped on it. */
+export function systemPrompt(prompt: string, model: string, now: Date): string {
+  const date = now.toLocaleDateString("en-GB", {
+    weekday: "long",
+    year: "numeric",
+    month: "long",
+    day: "numeric",
+  });
+  return `${prompt}\n\nToday is ${date}. You are running as the model ${
+    displayModel(model)
+  }.`;
+}
+
+/** The question stamped with the local date and time. */
+export function stampQuestion(text: string, now: Date): string {
+  return `[${localStamp(now)}] ${text}`;
+}
+
+function localStamp(now: Date): string {
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const offset = -now.getTimezoneOffset();
+  const sign = offset >= 0 ? "+" : "-";
+  const abs = Math.abs(offset);
+  return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${
+    pad(now.getDate())
+  } ` +
+    `${pad(now.getHours())}:${pad(now.getMinutes())} ` +
+    `UTC${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
+}
+
+function displayModel(model: string): string {
+  // A single llama-server names its model by file path; the file name is what a person knows.
+  const base = model.split("/").pop() ?? model;
+  return base.replace(/\.gguf$/i, "") || model;
+}
+
+/** A tool call as it goes back to the model: arguments that are not a JSON object become `{}`. */
+export function replayable(call: ToolCall): ToolCall {
+  // llama-server parses the history's arguments and would fail the next
+  // request on them; the tool result already says what was wrong.
+  try {
+    const args: unknown = JSON.parse(call.function.arguments);
+    if (typeof args === "object" && args !== null && !Array.isArray(args)) {
+      return call;
+    }
+  } catch {
+    // Not JSON: replaced below.
+  }
+  return { ...call, function: { ...call.function, arguments: "{}" } };
+}

@@ -1,0 +1,301 @@
+/**
+ * `main.ts ask "question"`: one answer on stdout for scripts. Only the
+ * events of this client's own turn count: it starts with the `user` echo
+ * that follows the `ask` and ends at the next `done` or turn `error`.
+ */
+import { connectOrExplain } from "./client.ts";
+import type { Env } from "../launch/paths.ts";
+import { AssistantError } from "../errors.ts";
+import type { Event } from "../protocol.ts";
+
+/** Something bytes can be written to, like Deno.stdout. */
+export interface Writer {
+  write(bytes: Uint8Array): Promise<number>;
+}
+
+/** Injected parts of `ask`; the real ones by default. */
+export interface AskOptions {
+  env?: Env;
+  /** Where the question comes from when no argument gives it. */
+  stdin?: ReadableStream<Uint8Array>;
+  stdout?: Writer;
+  stderr?: Writer;
+  /** Dim the reasoning on stderr; default: stderr is a terminal and NO_COLOR is unset. */
+  dimStderr?: boolean;
+  /** Aborts like Ctrl-C; default: SIGINT. */
+  interrupt?: AbortSignal;
+}
+
+/** Exit codes of `ask`. */
+export const ASK_EXIT = Object.freeze({
+  ok: 0,
+  failed: 1,
+  noDaemon: 2,
+  usage: 64,
+  interrupted: 130,
+});
+
+const USAGE = 'usage: main.ts ask [--think] [--json] ["question"]';
+const DIM = "\x1b[2m";
+const RESET = "\x1b[0m";
+const encoder = new TextEncoder();
+const INTERRUPTED: unique symbol = Symbol("interrupted");
+
+/** The parsed arguments of `ask`. */
+export interface AskArgs {
+  think: boolean;
+  json: boolean;
+  words: string[];
+}
+
+/** Parses ask's arguments; TypeError naming an unknown flag. */
+export function parseAskArgs(args: string[]): AskArgs {
+  const parsed: AskArgs = { think: false, json: false, words: [] };
+  let flags = true;
+  for (const arg of args) {
+    if (flags && arg === "--") flags = false;
+    else if (flags && arg === "--think") parsed.think = true;
+    else if (flags && arg === "--json") parsed.json = true;
+    else if (flags && arg.startsWith("-") && arg !== "-") {
+      throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
+    } else parsed.words.push(arg);
+  }
+  return parsed;
+}
+
+async function writeAll(to: Writer, text: string): Promise<void> {
+  const bytes = encoder.encode(text);
+  let offset = 0;
+  while (offset < bytes.length) {
+    offset += await to.write(bytes.subarray(offset));
+  }
+}
+
+/** Counts interrupts (SIGINT, or one abort of an injected signal). */
+class Interrupts implements Disposable {
+  #count = 0;
+  #waiters: (() => void)[] = [];
+  #dispose: () => void;
+
+  constructor(signal?: AbortSignal) {
+    const fire = () => {
+      this.#count++;
+      for (const wake of this.#waiters.splice(0)) wake();
+    };
+    if (signal) {
+      signal.addEventListener("abort", fire, { once: true });
+      if (signal.aborted) fire();
+      this.#dispose = () => signal.removeEventListener("abort", fire);
+    } else {
+      Deno.addSignalListener("SIGINT", fire);
+      this.#dispose = () => Deno.removeSignalListener("SIGINT", fire);
+    }
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Resolves once more than `n` interrupts have come. */
+  after(n: number): Promise<void> {
+    if (this.#count > n) return Promise.resolve();
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.#waiters.push(resolve);
+    return promise.then(() => this.after(n));
+  }
+
+  [Symbol.dispose](): void {
+    this.#dispose();
+  }
+}
+
+/** Runs `ask`; resolves to the exit code: 0 done, 1 turn error or stopped, 2 no daemon, 64 usage, 130 Ctrl-C. */
+export async function runAsk(
+  args: string[],
+  options: AskOptions = {},
+): Promise<number> {
+  const stdout = options.stdout ?? Deno.stdout;
+  const stderr = options.stderr ?? Deno.stderr;
+  let parsed: AskArgs;
+  try {
+    parsed = parseAskArgs(args);
+  } catch (error) {
+    await writeAll(stderr, `${(error as Error).message}\n`);
+    return ASK_EXIT.usage;
+  }
+  using interrupts = new Interrupts(options.interrupt);
+  const interrupted = (n: number): Promise<typeof INTERRUPTED> =>
+    interrupts.after(n).then(() => INTERRUPTED);
+
+  let question = parsed.words.join(" ");
+  if (parsed.words.length === 0) {
+    if (!options.stdin && Deno.stdin.isTerminal()) {
+      await writeAll(stderr, "Type the question, then Ctrl-D.\n");
+    }
+    const stdin = options.stdin ?? Deno.stdin.readable;
+    const read = await Promise.race([
+      new Response(stdin).text(),
+      interrupted(0),
+    ]);
+    if (read === INTERRUPTED) return ASK_EXIT.interrupted;
+    // `echo question | ask` should not send the newline echo added.
+    question = read.trimEnd();
+  }
+  if (question.trim() === "") {
+    await writeAll(
+      stderr,
+      `No question: give it as an argument or on stdin.\n${USAGE}\n`,
+    );
+    return ASK_EXIT.usage;
+  }
+
+  // Its codes are ASK_EXIT.failed and ASK_EXIT.noDaemon.
+  const client = await connectOrExplain(
+    options.env,
+    (line) => writeAll(stderr, line),
+  );
+  if (typeof client === "number") return client;
+  await using _client = client;
+  if (interrupts.count > 0) return ASK_EXIT.interrupted;
+
+  const dim = options.dimStderr ??
+    (Deno.stderr.isTerminal() && !Deno.noColor);
+  const turn = new TurnPrinter(
+    stdout,
+    stderr,
+    parsed,
+    dim,
+    question.toWellFormed(),
+  );
+  try {
+    await client.send({ type: "ask", text: question });
+  } catch (error) {
+    if (!(error instanceof AssistantError)) throw error;
+    await writeAll(stderr, `${error.message}\n`);
+    return ASK_EXIT.noDaemon;
+  }
+
+  let stopping = false;
+  let read = client.next();
+  let interrupt = interrupted(0);
+  while (true) {
+    const next = await Promise.race([read, interrupt]);
+    if (next === INTERRUPTED) {
+      // The first Ctrl-C stops the reply and waits for its end; a second one leaves.
+      if (stopping) return ASK_EXIT.interrupted;
+      stopping = true;
+      turn.stoppedHere = true;
+      await client.send({ type: "stop" }).catch(() => {});
+      interrupt = interrupted(1);
+      continue;
+    }
+    if (next === null) {
+      await turn.finish();
+      await writeAll(
+        stderr,
+        `The daemon closed the connection before the reply ended.\n`,
+      );
+      return stopping ? ASK_EXIT.interrupted : ASK_EXIT.noDaemon;
+    }
+    const code = await turn.take(next);
+    if (code !== null) return stopping ? ASK_EXIT.interrupted : code;
+    read = client.next();
+  }
+}
+
+/** Prints the events of one turn and says when it is over. */
+class TurnPrinter {
+  /** Set once this client sent `stop`: the stop needs no explaining then. */
+  stoppedHere = false;
+  #started = false;
+  #wroteAnswer = false;
+  #thinkOpen = false;
+
+  constructor(
+    readonly stdout: Writer,
+    readonly stderr: Writer,
+    readonly args: AskArgs,
+    readonly dim: boolean,
+    /** The question as the daemon echoes it. */
+    readonly question: string,
+  ) {}
+
+  /** Handles one event; resolves to the exit code once the turn has ended, else null. */
+  async take(event: Event): Promise<number | null> {
+    if (!this.#started) {
+      // Only our own commands answer with an error that has no `turn`.
+      if (event.type === "error" && event.turn !== true) {
+        await writeAll(this.stderr, `${event.message}\n`);
+        return ASK_EXIT.failed;
+      }
+      // Another client's question can be echoed between our `hello` and
+      // ours; its reply (and the stop our ask gives it) is not ours.
+      if (event.type !== "user" || event.text !== this.question) return null;
+      this.#started = true;
+    }
+    if (this.args.json) {
+      await writeAll(this.stdout, JSON.stringify(event) + "\n");
+    }
+    switch (event.type) {
+      case "think":
+        if (this.args.think) await this.#think(event.delta);
+        return null;
+      case "tool":
+        if (this.args.think) {
+          await this.#closeThink();
+          await this.#err(`[tool ${event.name}${event.done ? " done" : ""}]\n`);
+        }
+        return null;
+      case "token":
+        if (!this.args.json) {
+          await this.#closeThink();
+          await writeAll(this.stdout, event.delta);
+        }
+        this.#wroteAnswer ||= event.delta !== "";
+        return null;
+      case "done":
+        await this.finish(true);
+        if (!event.stopped) return ASK_EXIT.ok;
+        if (!this.stoppedHere) {
+          await writeAll(
+            this.stderr,
+            "The reply was stopped before it ended (by another client or a newer question).\n",
+          );
+        }
+        return ASK_EXIT.failed;
+      case "error":
+        if (event.turn !== true) {
+          await writeAll(this.stderr, `${event.message}\n`);
+          return ASK_EXIT.failed;
+        }
+        await this.finish();
+        await writeAll(this.stderr, `${event.message}\n`);
+        return ASK_EXIT.failed;
+      default:
+        return null;
+    }
+  }
+
+  /** Ends the open lines: the answer always gets its final newline when complete. */
+  async finish(complete = false): Promise<void> {
+    await this.#closeThink();
+    if (this.args.json) return;
+    if (complete || this.#wroteAnswer) await writeAll(this.stdout, "\n");
+    this.#wroteAnswer = false;
+  }
+
+  async #think(delta: string): Promise<void> {
+    this.#thinkOpen = true;
+    await this.#err(delta);
+  }
+
+  async #closeThink(): Promise<void> {
+    if (!this.#thinkOpen) return;
+    this.#thinkOpen = false;
+    await writeAll(this.stderr, "\n");
+  }
+
+  #err(text: string): Promise<void> {
+    return writeAll(this.stderr, this.dim ? `${DIM}${text}${RESET}` : text);
+  }
+}

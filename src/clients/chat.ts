@@ -1,0 +1,243 @@
+/**
+ * `deno task chat` (`main.ts chat`): the interactive terminal client. On a
+ * terminal it edits lines in raw mode; with piped input it takes one line
+ * at a time, each once the one before has been answered. `chat-launch`
+ * re-runs it with exactly the grants the socket needs.
+ */
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Renderer } from "./chat_render.ts";
+import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
+import { clientFlags, clientSocketPath, connectOrExplain } from "./client.ts";
+import type { Env } from "../launch/paths.ts";
+import { AssistantError } from "../errors.ts";
+import { KeyStream } from "./key_stream.ts";
+import { LineEditor } from "./line_editor.ts";
+import { LineStream } from "../server/line_stream.ts";
+
+export { CHAT_EXIT } from "./chat_session.ts";
+
+/** Injected parts of the chat client; the real terminal by default. */
+export interface ChatOptions {
+  env?: Env;
+  /** Keyboard or piped input; default stdin. */
+  input?: ReadableStream<Uint8Array>;
+  /** Raw-mode line editing; default: stdin and stdout are terminals. */
+  terminal?: boolean;
+  /** Switches the terminal's raw mode; default Deno.stdin.setRaw. */
+  setRaw?: (raw: boolean) => void;
+  /** Writes to the screen; default stdout. */
+  write?: (text: string) => void;
+  /** Writes a fatal message; default stderr. */
+  writeError?: (text: string) => void;
+  /** ANSI colours; default: stdout is a terminal and NO_COLOR is unset. */
+  colors?: boolean;
+  /** Terminal width. */
+  columns?: () => number;
+  /** Listen for SIGINT; default true. */
+  signals?: boolean;
+}
+
+const USAGE = "usage: main.ts chat [--no-think]";
+const PROMPT_PLAIN = "> ";
+const PROMPT_COLOR = "\x1b[1m>\x1b[0m ";
+const MAX_INPUT_LINE = 1024 * 1024;
+
+const encoder = new TextEncoder();
+
+function writeStdout(text: string): void {
+  const bytes = encoder.encode(text);
+  let offset = 0;
+  while (offset < bytes.length) {
+    offset += Deno.stdout.writeSync(bytes.subarray(offset));
+  }
+}
+
+function writeStderr(text: string): void {
+  const bytes = encoder.encode(text);
+  let offset = 0;
+  while (offset < bytes.length) {
+    offset += Deno.stderr.writeSync(bytes.subarray(offset));
+  }
+}
+
+function terminalColumns(): number {
+  try {
+    return Deno.consoleSize().columns || 80;
+  } catch {
+    return 80;
+  }
+}
+
+/** Parses chat's arguments: `{ think }`; TypeError naming an unknown one. */
+export function parseChatArgs(args: string[]): { think: boolean } {
+  let think = true;
+  for (const arg of args) {
+    if (arg === "--no-think") think = false;
+    else throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
+  }
+  return { think };
+}
+
+/** Runs the interactive client; resolves to the exit code: 0 on /quit, Ctrl-D or end of input, 2 when no daemon answers or it goes away, 130 on Ctrl-C at the prompt. */
+export async function runChat(
+  args: string[],
+  options: ChatOptions = {},
+): Promise<number> {
+  const err = options.writeError ?? writeStderr;
+  let think: boolean;
+  try {
+    ({ think } = parseChatArgs(args));
+  } catch (error) {
+    err(`${(error as Error).message}\n`);
+    return CHAT_EXIT.usage;
+  }
+  // Its codes are CHAT_EXIT.failed and CHAT_EXIT.noDaemon.
+  const client = await connectOrExplain(options.env, err);
+  if (typeof client === "number") return client;
+  await using _client = client;
+
+  const terminal = options.terminal ??
+    (Deno.stdin.isTerminal() && Deno.stdout.isTerminal());
+  const colors = options.colors ?? (Deno.stdout.isTerminal() && !Deno.noColor);
+  const out = options.write ?? writeStdout;
+  using _raw = terminal ? rawMode(options.setRaw, out) : null;
+  const session = new ChatSession({
+    client,
+    renderer: new Renderer({ colors, think, clearOnSwitch: terminal }),
+    editor: terminal ? new LineEditor() : null,
+    out,
+    err,
+    prompt: colors ? PROMPT_COLOR : PROMPT_PLAIN,
+    columns: options.columns ?? terminalColumns,
+  });
+  using _signals = options.signals === false ? null : onSigint(session);
+
+  const events = (async () => {
+    try {
+      while (true) {
+        const event = await client.next();
+        if (event === null) break;
+        session.onEvent(event);
+      }
+    } catch {
+      // An unreadable stream is as good as a closed one.
+    }
+    session.gone();
+  })();
+
+  const input = options.input ?? Deno.stdin.readable;
+  const reader = terminal
+    ? input.pipeThrough(new TextDecoderStream()).pipeThrough(new KeyStream())
+      .getReader()
+    : input.pipeThrough(new LineStream({ maxBytes: MAX_INPUT_LINE }))
+      .getReader();
+  const reading = (async () => {
+    const decoder = new TextDecoder();
+    while (!session.ended) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if ("name" in value) {
+        session.onKey(value);
+      } else if ("line" in value) {
+        await session.whenReady();
+        session.submit(decoder.decode(value.line));
+      }
+    }
+    // End of input: leave once the last line has been answered.
+    await session.whenReady();
+    session.finish(CHAT_EXIT.ok);
+  })().catch(() => session.finish(CHAT_EXIT.ok));
+
+  const code = await session.exit;
+  // Stdin may be mid-read; cancelling must not hold up the exit.
+  reader.cancel().catch(() => {});
+  await client.close();
+  await events;
+  if (options.input) await reading;
+  return code;
+}
+
+/** Raw mode with bracketed paste while the chat runs; restored on dispose. */
+function rawMode(
+  setRaw: ((raw: boolean) => void) | undefined,
+  out: (text: string) => void,
+): Disposable {
+  const set = setRaw ?? ((raw: boolean) => Deno.stdin.setRaw(raw));
+  set(true);
+  out("\x1b[?2004h");
+  return {
+    [Symbol.dispose]() {
+      try {
+        out("\x1b[?2004l");
+      } catch {
+        // The screen is gone; still restore the terminal mode.
+      }
+      set(false);
+    },
+  };
+}
+
+/** SIGINT (Ctrl-C when not in raw mode, or `kill -INT`) acts like the key. */
+function onSigint(session: ChatSession): Disposable {
+  const handler = () => session.interrupt();
+  Deno.addSignalListener("SIGINT", handler);
+  return {
+    [Symbol.dispose]: () => Deno.removeSignalListener("SIGINT", handler),
+  };
+}
+
+/** The command that runs `chat` with exactly the socket's grants. */
+export function chatCommand(
+  args: string[],
+  env?: Env,
+): { command: string; args: string[]; cwd: string } {
+  const socket = clientSocketPath(env);
+  const main = fileURLToPath(new URL("../../main.ts", import.meta.url));
+  // `--allow-run=deno` grants the PATH's deno by name, not Deno.execPath().
+  const self = Deno.execPath();
+  const granted = Deno.permissions.querySync({ name: "run", command: self });
+  return {
+    command: granted.state === "granted" ? self : "deno",
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      ...clientFlags(socket),
+      main,
+      "chat",
+      ...args,
+    ],
+    cwd: dirname(main),
+  };
+}
+
+/** `main.ts chat-launch`: runs `chat` in a child with exactly the socket's grants and the terminal inherited; resolves to its exit code. */
+export async function launchChat(
+  args: string[],
+  options: { env?: Env } = {},
+): Promise<number> {
+  let command: ReturnType<typeof chatCommand>;
+  try {
+    command = chatCommand(args, options.env);
+  } catch (error) {
+    if (!(error instanceof AssistantError)) throw error;
+    writeStderr(`${error.message}\n`);
+    return CHAT_EXIT.noDaemon;
+  }
+  // The child owns the terminal and its Ctrl-C; this process only waits.
+  const ignore = () => {};
+  Deno.addSignalListener("SIGINT", ignore);
+  try {
+    const child = new Deno.Command(command.command, {
+      args: command.args,
+      cwd: command.cwd,
+      stdin: "inherit",
+      stdout: "inherit",
+      stderr: "inherit",
+    }).spawn();
+    return (await child.status).code;
+  } finally {
+    Deno.removeSignalListener("SIGINT", ignore);
+  }
+}

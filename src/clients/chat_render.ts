@@ -1,0 +1,291 @@
+/**
+ * Turns daemon events into terminal text for the chat client: the
+ * conversation, reasoning dimmed, the answer as it streams, tool use as a
+ * status line, errors in red. Pure: it returns text and tracks the column.
+ */
+import type { Event, PendingView, TurnView } from "../protocol.ts";
+
+/** Options of a {@link Renderer}. */
+export interface RendererOptions {
+  /** ANSI colours and styles. */
+  colors: boolean;
+  /** Show the model's reasoning. */
+  think: boolean;
+  /** Clear the screen when the conversation changes (a terminal, not a transcript). */
+  clearOnSwitch: boolean;
+}
+
+type Section = "none" | "think" | "reply" | "tool";
+
+/** What a `conversations` answer is the answer to. */
+export type ListContext = { deleted: number } | null;
+
+const STYLE = {
+  dim: "\x1b[2m",
+  bold: "\x1b[1m",
+  red: "\x1b[31m",
+  cyan: "\x1b[36m",
+  yellow: "\x1b[33m",
+  reset: "\x1b[0m",
+};
+
+// deno-lint-ignore no-control-regex
+const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+
+/** Removes control characters (escape sequences included) but newlines and tabs: text from the model never drives the terminal. */
+export function sanitize(text: string): string {
+  return text.replace(/\r\n?/g, "\n").replace(CONTROLS, "");
+}
+
+/** Local `YYYY-MM-DD HH:MM` of a Unix time in seconds. */
+export function formatTime(seconds: number): string {
+  const date = new Date(seconds * 1000);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${
+    pad(date.getDate())
+  } ${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+/** Event-to-text rendering with the state a stream needs (section, column). */
+export class Renderer {
+  readonly #options: RendererOptions;
+  #section: Section = "none";
+  #atLineStart = true;
+  #toolOpen: string | null = null;
+
+  /** Creates a renderer. */
+  constructor(options: RendererOptions) {
+    this.#options = options;
+  }
+
+  /** True when the cursor is at the start of a line. */
+  get atLineStart(): boolean {
+    return this.#atLineStart;
+  }
+
+  /** The greeting: the banner, the current conversation and any reply in flight. */
+  hello(event: Extract<Event, { type: "hello" }>): string {
+    const model = event.model === null ? "" : ` · ${modelName(event.model)}`;
+    let out = this.#line(
+      this.#style("dim", `desktop-assistant${model} · /help for commands`),
+    );
+    out += this.#conversationBody(event.id, event.turns);
+    if (event.pending) out += this.#pending(event.pending, event.state);
+    return out;
+  }
+
+  /** Text for one event; `list` says what a `conversations` answer answers. */
+  event(event: Event, list: ListContext = null): string {
+    switch (event.type) {
+      case "user":
+        return this.#endSection() + this.user(event.text);
+      case "think":
+        return this.#think(event.delta);
+      case "token":
+        return this.#token(event.delta);
+      case "tool":
+        return this.#tool(event.name, event.done);
+      case "done": {
+        let out = this.#endSection();
+        if (event.stopped) out += this.#line(this.#style("dim", "[stopped]"));
+        this.#section = "none";
+        return out + this.#write("\n");
+      }
+      case "error":
+        return this.#endSection() + this.error(event.message);
+      case "conversations":
+        return this.#endSection() + this.#conversations(event.items, list);
+      case "results":
+        return this.#endSection() + this.#results(event.items);
+      case "conversation":
+        return this.#endSection() + this.#conversation(event.id, event.turns);
+      case "hello":
+        return this.#endSection() + this.hello(event);
+      default:
+        return "";
+    }
+  }
+
+  /** A question, as the prompt showed it. */
+  user(text: string): string {
+    const [first = "", ...rest] = sanitize(text).split("\n");
+    const more = rest.map((line) => `\n  ${line}`).join("");
+    this.#section = "none";
+    return this.#line(this.#style("bold", `> ${first}${more}`));
+  }
+
+  /** A line in red. */
+  error(message: string): string {
+    return this.#line(this.#style("red", `error: ${sanitize(message)}`));
+  }
+
+  /** A plain line of client text (help, usage). */
+  info(text: string): string {
+    return this.#endSection() + this.#line(this.#style("dim", text));
+  }
+
+  /** Moves to the start of a line if not there. */
+  endLine(): string {
+    return this.#atLineStart ? "" : this.#write("\n");
+  }
+
+  #pending(pending: PendingView, state: string): string {
+    let out = this.user(pending.user);
+    if (pending.think !== "") out += this.#think(pending.think);
+    pending.tools.forEach((name, index) => {
+      const running = state === "tool" && index === pending.tools.length - 1;
+      out += this.#tool(name, false);
+      if (!running) out += this.#tool(name, true);
+    });
+    if (pending.reply !== "") out += this.#token(pending.reply);
+    return out;
+  }
+
+  #think(delta: string): string {
+    if (!this.#options.think || delta === "") return "";
+    let out = "";
+    if (this.#section !== "think") {
+      out += this.#endSection();
+      this.#section = "think";
+      if (!this.#options.colors) out += this.#write("(thinking) ");
+    }
+    return out + this.#write(this.#style("dim", sanitize(delta)));
+  }
+
+  #token(delta: string): string {
+    if (delta === "") return "";
+    let out = "";
+    if (this.#section !== "reply") {
+      out += this.#endSection();
+      this.#section = "reply";
+    }
+    return out + this.#write(sanitize(delta));
+  }
+
+  #tool(name: string, done: boolean): string {
+    const label = `[tool] ${sanitize(name)}`;
+    if (!done) {
+      const out = this.#endSection() +
+        this.#write(this.#style("cyan", `${label} …`));
+      this.#section = "tool";
+      this.#toolOpen = name;
+      return out;
+    }
+    if (this.#toolOpen === name && this.#section === "tool") {
+      this.#toolOpen = null;
+      this.#section = "none";
+      return this.#write(this.#style("cyan", " done") + "\n");
+    }
+    return this.#endSection() +
+      this.#line(this.#style("cyan", `${label} done`));
+  }
+
+  /** Closes the streaming section: reasoning and replies end their line. */
+  #endSection(): string {
+    this.#section = "none";
+    this.#toolOpen = null;
+    return this.endLine();
+  }
+
+  #conversation(id: number | null, turns: TurnView[]): string {
+    const clear = this.#options.clearOnSwitch ? "\x1b[H\x1b[2J\x1b[3J" : "";
+    if (clear) this.#atLineStart = true;
+    return clear + this.#conversationBody(id, turns, true);
+  }
+
+  #conversationBody(
+    id: number | null,
+    turns: TurnView[],
+    announce = false,
+  ): string {
+    let out = "";
+    if (id === null) {
+      if (announce) {
+        out += this.#line(this.#style("dim", "── new conversation ──"));
+      }
+      return out;
+    }
+    out += this.#line(
+      this.#style(
+        "dim",
+        `── conversation #${id} · ${turns.length} turn${
+          turns.length === 1 ? "" : "s"
+        } ──`,
+      ),
+    );
+    for (const turn of turns) {
+      out += this.user(turn.user);
+      if (turn.tools.length > 0) {
+        out += this.#line(
+          this.#style("cyan", `[tools] ${turn.tools.map(sanitize).join(", ")}`),
+        );
+      }
+      out += this.#line(sanitize(turn.reply)) + this.#write("\n");
+    }
+    return out;
+  }
+
+  #conversations(
+    items: { id: number; title: string; updated: number }[],
+    list: ListContext,
+  ): string {
+    let out = list ? this.#line(`deleted conversation #${list.deleted}`) : "";
+    if (items.length === 0) {
+      return out + this.#line(this.#style("dim", "no conversations yet"));
+    }
+    for (const item of items) {
+      out += this.#line(
+        `${this.#style("bold", `#${item.id}`.padStart(6))}  ${
+          this.#style("dim", formatTime(item.updated))
+        }  ${sanitize(item.title)}`,
+      );
+    }
+    return out;
+  }
+
+  #results(items: { id: number; title: string; snippet: string }[]): string {
+    if (items.length === 0) return this.#line(this.#style("dim", "no matches"));
+    let out = "";
+    for (const item of items) {
+      out += this.#line(
+        `${this.#style("bold", `#${item.id}`.padStart(6))}  ${
+          sanitize(item.title)
+        }`,
+      );
+      const snippet = sanitize(item.snippet).replace(/\s+/g, " ").trim();
+      const marked = this.#options.colors
+        ? snippet.replace(
+          /\*\*(.+?)\*\*/g,
+          `${STYLE.bold}${STYLE.yellow}$1${STYLE.reset}`,
+        )
+        : snippet;
+      out += this.#line(`        ${marked}`);
+    }
+    return out;
+  }
+
+  #style(name: keyof typeof STYLE, text: string): string {
+    if (!this.#options.colors || text === "") return text;
+    return `${STYLE[name]}${text}${STYLE.reset}`;
+  }
+
+  /** A whole line, starting a new one first if needed. */
+  #line(text: string): string {
+    return this.endLine() + this.#write(`${text}\n`);
+  }
+
+  #write(text: string): string {
+    if (text !== "") {
+      // deno-lint-ignore no-control-regex
+      const plain = text.replace(/\x1b\[[0-9;]*m/g, "");
+      if (plain !== "") this.#atLineStart = plain.endsWith("\n");
+    }
+    return text;
+  }
+}
+
+/** The name a person knows a model by: a file path's last part without `.gguf`. */
+export function modelName(model: string): string {
+  const base = model.split("/").pop() ?? model;
+  return sanitize(base.replace(/\.gguf$/i, "") || model);
+}

@@ -1,0 +1,313 @@
+/**
+ * `main.ts check`: validates the config and the tools, probes llama-server
+ * the way a turn would, and checks the history database, printing one line
+ * per check. It never creates a database and never makes a router load a model.
+ */
+
+import { type Config, loadConfig } from "./config.ts";
+import { type Env, type Paths, resolvePaths } from "./paths.ts";
+import { DatabaseSync } from "node:sqlite";
+import { LlmClient } from "../llm/client.ts";
+import { setQuiet } from "../log.ts";
+import { missingGrants } from "./permissions.ts";
+import { integrityProblems } from "../store/schema.ts";
+import { groupKillHelper } from "../tools/runner.ts";
+import { loadTools } from "../tools/load.ts";
+
+/** How one check came out. */
+export type Status = "ok" | "warn" | "fail";
+
+/** One line of the report. */
+export interface CheckLine {
+  status: Status;
+  /** What was checked, e.g. `config`, `llama-server`. */
+  subject: string;
+  message: string;
+}
+
+/** Injected parts of the check; the real ones by default. */
+export interface CheckOptions {
+  env?: Env;
+  fetch?: typeof fetch;
+  /** Bound of each request to llama-server, in ms; default 10 000. */
+  timeoutMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+/** Integrity problems listed one by one before the rest are counted. */
+const MAX_PROBLEMS = 10;
+
+/** Formats a line as printed: status padded, subject, message. */
+export function formatLine(line: CheckLine): string {
+  return `${line.status.padEnd(4)} ${line.subject}: ${line.message}`;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Runs every check in order, yielding each line as soon as it is known. */
+export async function* checks(
+  options: CheckOptions = {},
+): AsyncGenerator<CheckLine> {
+  let paths: Paths;
+  try {
+    paths = resolvePaths(options.env);
+  } catch (error) {
+    yield { status: "fail", subject: "paths", message: messageOf(error) };
+    return;
+  }
+  let config: Config | null = null;
+  try {
+    const loaded = await loadConfig(paths, options.env);
+    config = loaded.config;
+    yield {
+      status: "ok",
+      subject: "config",
+      message: loaded.file ??
+        `no file at ${paths.configFile}: the built-in defaults apply`,
+    };
+    for (const warning of loaded.warnings) {
+      yield { status: "warn", subject: "config", message: warning };
+    }
+  } catch (error) {
+    yield { status: "fail", subject: "config", message: messageOf(error) };
+  }
+  if (config !== null) {
+    yield grantsLine(paths, config);
+    yield* toolLines(config);
+    yield* llmLines(config, options);
+  }
+  yield* historyLines(paths);
+}
+
+function grantsLine(paths: Paths, config: Config): CheckLine {
+  const missing = missingGrants({ paths, config });
+  if (config.tool_group_kill && groupKillHelper() === null) {
+    missing.push(
+      "--allow-run=<path of coreutils timeout> (for tool_group_kill)",
+    );
+  }
+  if (missing.length === 0) {
+    return {
+      status: "ok",
+      subject: "permissions",
+      message: "this process has every grant the config needs",
+    };
+  }
+  return {
+    status: "fail",
+    subject: "permissions",
+    message: `started without ${
+      missing.join(" ")
+    }: run with the flags from \`main.ts flags\` (deno task check does)`,
+  };
+}
+
+async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
+  const { tools, skipped } = await loadTools(config.tools_dirs);
+  const names = tools.map((tool) => tool.name).join(", ");
+  yield {
+    status: "ok",
+    subject: "tools",
+    message: tools.length === 0
+      ? `none loaded from ${config.tools_dirs.join(", ") || "no dirs"}`
+      : `${tools.length} loaded (${names})`,
+  };
+  for (const { file, reason } of skipped) {
+    yield {
+      status: "warn",
+      subject: "tool",
+      message: `${file} is left out: ${reason}`,
+    };
+  }
+}
+
+async function* llmLines(
+  config: Config,
+  options: CheckOptions,
+): AsyncGenerator<CheckLine> {
+  const url = config.llm_url;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const fetcher = options.fetch ?? globalThis.fetch;
+  let response: Response;
+  try {
+    response = await fetcher(`${url}/health`, {
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (error) {
+    const why = error instanceof DOMException && error.name === "TimeoutError"
+      ? `no answer within ${timeoutMs / 1000} s`
+      : messageOf(error);
+    yield {
+      status: "fail",
+      subject: "llama-server",
+      message:
+        `unreachable at ${url} (${why}): start llama-server there, or set llm_url in the config`,
+    };
+    return;
+  }
+  await response.body?.cancel();
+  if (response.status === 503) {
+    yield {
+      status: "warn",
+      subject: "llama-server",
+      message: `${url} answers /health with 503: it is still loading a model`,
+    };
+  } else if (!response.ok) {
+    yield {
+      status: "warn",
+      subject: "llama-server",
+      message: `${url} answers /health with ${response.status}`,
+    };
+  } else {
+    yield {
+      status: "ok",
+      subject: "llama-server",
+      message: `${url} answers /health`,
+    };
+  }
+  const client = new LlmClient({
+    url,
+    model: config.model,
+    stallMs: timeoutMs,
+    fetch: fetcher,
+  });
+  try {
+    const choice = await client.chooseModel(AbortSignal.timeout(timeoutMs));
+    const kind = choice.router ? "router, loaded model" : "single model";
+    if (choice.nCtx === null) {
+      yield {
+        status: "warn",
+        subject: "model",
+        message:
+          `${choice.id} (${kind}); its context size is unknown: neither /props nor /v1/models reports n_ctx`,
+      };
+    } else {
+      yield {
+        status: "ok",
+        subject: "model",
+        message: `${choice.id} (${kind}), context ${choice.nCtx} tokens`,
+      };
+    }
+  } catch (error) {
+    const message = messageOf(error);
+    yield {
+      status: "fail",
+      subject: "model",
+      message: message === "no model loaded"
+        ? `no model loaded at ${url}: load one in llama-server (the daemon never loads or swaps a model itself)`
+        : `${message} (${url}/v1/models)`,
+    };
+  }
+}
+
+async function* historyLines(paths: Paths): AsyncGenerator<CheckLine> {
+  const path = paths.dbPath;
+  try {
+    await Deno.lstat(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      yield {
+        status: "ok",
+        subject: "history",
+        message:
+          `no database yet at ${path}: the daemon creates it at its first start`,
+      };
+    } else {
+      yield {
+        status: "fail",
+        subject: "history",
+        message: `cannot inspect ${path}: ${messageOf(error)}`,
+      };
+    }
+    return;
+  }
+  let problems: string[];
+  // Only the daemon writes the history: while one answers, the check reads
+  // (FTS5's own check takes the write lock and would hold up a reply's save).
+  const live = await daemonAnswers(paths.socketPath);
+  try {
+    const db = new DatabaseSync(path, { readOnly: live });
+    try {
+      problems = integrityProblems(db, { fullText: !live });
+    } finally {
+      db.close();
+    }
+  } catch (error) {
+    const cause = error instanceof Error && error.cause !== undefined
+      ? ` (${messageOf(error.cause)})`
+      : "";
+    yield {
+      status: "fail",
+      subject: "history",
+      message: `${messageOf(error)}${cause}`,
+    };
+    return;
+  }
+  if (problems.length === 0) {
+    yield {
+      status: "ok",
+      subject: "history",
+      message: live
+        ? `${path} passes SQLite's integrity checks (the full-text index is checked only while the daemon is stopped)`
+        : `${path} passes SQLite's and the full-text index's integrity checks`,
+    };
+    return;
+  }
+  for (const problem of problems.slice(0, MAX_PROBLEMS)) {
+    yield {
+      status: "fail",
+      subject: "history",
+      message: `${path}: ${problem}`,
+    };
+  }
+  if (problems.length > MAX_PROBLEMS) {
+    yield {
+      status: "fail",
+      subject: "history",
+      message: `${path}: and ${problems.length - MAX_PROBLEMS} more problems`,
+    };
+  }
+  yield {
+    status: "fail",
+    subject: "history",
+    message:
+      `stop the daemon and restore ${path} from a backup, or move it aside (with its -wal and -shm) to start afresh`,
+  };
+}
+
+async function print(line: string): Promise<void> {
+  const bytes = new TextEncoder().encode(line + "\n");
+  let offset = 0;
+  while (offset < bytes.length) {
+    offset += await Deno.stdout.write(bytes.subarray(offset));
+  }
+}
+
+/** `main.ts check`: prints one line per check; 0 when none failed, 1 otherwise. */
+export async function runCheck(args: string[]): Promise<number> {
+  if (args.length > 0) {
+    await Deno.stderr.write(
+      new TextEncoder().encode("usage: main.ts check (it takes no options)\n"),
+    );
+    return 64;
+  }
+  setQuiet(true);
+  let failed = false;
+  for await (const line of checks()) {
+    if (line.status === "fail") failed = true;
+    await print(formatLine(line));
+  }
+  return failed ? 1 : 0;
+}
+
+async function daemonAnswers(socket: string): Promise<boolean> {
+  try {
+    const conn = await Deno.connect({ transport: "unix", path: socket });
+    conn.close();
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,300 @@
+/**
+ * The launcher: derives the daemon's permission flags from its paths, config
+ * and tools, then starts `deno run` (or `deno compile`) with exactly those.
+ * It is what `deno task start|check|compile` and `assistant.sh` rely on.
+ */
+
+import { basename, dirname, isAbsolute, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Config, loadConfig } from "./config.ts";
+import { type Env, type Paths, resolvePaths } from "./paths.ts";
+import { formatLine } from "./check.ts";
+import { AssistantError } from "../errors.ts";
+import { log, setQuiet } from "../log.ts";
+import { deriveFlags } from "./permissions.ts";
+import { runnerExecutables } from "../tools/runner.ts";
+import { loadTools, processPath, type SkippedTool } from "../tools/load.ts";
+
+/** The command line's entry point: what the launched process runs. */
+export const MAIN_MODULE: string = fileURLToPath(
+  new URL("../../main.ts", import.meta.url),
+);
+
+/** Where `launch compile` writes the binary unless `--output` says otherwise. */
+export const DEFAULT_BINARY: string = join(
+  dirname(MAIN_MODULE),
+  "dist",
+  "desktop-assistant",
+);
+
+/** Injected environment of {@link deriveDaemonFlags}. */
+export interface DeriveOptions {
+  /** Environment variables; default the process environment. */
+  env?: Env;
+  /** PATH for bare executable names; default the process PATH. */
+  pathEnv?: string;
+}
+
+/** The daemon's flags and what they were derived from. */
+export interface DerivedFlags {
+  paths: Paths;
+  config: Config;
+  /** Config warnings (unknown keys, ignored request fields). */
+  warnings: string[];
+  /** Resolved executables the daemon may run: the tools' and the runner's. */
+  executables: string[];
+  /** Tool files left out, so their executables are not granted. */
+  skipped: SkippedTool[];
+  flags: string[];
+}
+
+/** Throws naming `--allow-read` when this process may not read a directory it must look into. */
+function requireRead(dirs: string[]): void {
+  const missing = [...new Set(dirs)].filter((dir) =>
+    Deno.permissions.querySync({ name: "read", path: dir }).state !==
+      "granted"
+  );
+  if (missing.length > 0) {
+    throw new AssistantError(
+      `Deriving the flags needs --allow-read=${
+        missing.join(",")
+      } (the config dir, the tools dirs and the PATH dirs that resolve tool executables): run it through deno task start, or grant --allow-read`,
+    );
+  }
+}
+
+/** Derives the daemon's flags the way `main.ts flags` prints them: every tool's executable counts, whatever this process may run. */
+export async function deriveDaemonFlags(
+  options: DeriveOptions = {},
+): Promise<DerivedFlags> {
+  const paths = resolvePaths(options.env);
+  requireRead([paths.configDir]);
+  const { config, warnings } = await loadConfig(paths, options.env);
+  const pathEnv = options.pathEnv ?? options.env?.("PATH") ?? processPath();
+  requireRead([
+    ...config.tools_dirs,
+    ...pathEnv.split(":").filter((dir) => isAbsolute(dir)),
+  ]);
+  const canRun = () => true;
+  const { tools, skipped } = await loadTools(config.tools_dirs, {
+    pathEnv,
+    canRun,
+  });
+  const executables = [
+    ...tools.map((tool) => tool.executable),
+    ...runnerExecutables(config, { pathEnv, canRun }),
+  ];
+  const flags = deriveFlags({ paths, config, executables });
+  const broken = flags.find((flag) => /[\n\r]/.test(flag));
+  if (broken !== undefined) {
+    throw new AssistantError(
+      `A path in ${
+        JSON.stringify(broken.slice(0, 200))
+      } contains a line break, which the flag list cannot carry: rename it`,
+    );
+  }
+  return { paths, config, warnings, executables, skipped, flags };
+}
+
+const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/** Quotes one word for a POSIX shell (single quotes unless it is plainly safe). */
+export function shellQuote(word: string): string {
+  if (SAFE_WORD.test(word)) return word;
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+async function write(
+  to: { write(p: Uint8Array): Promise<number> },
+  text: string,
+): Promise<void> {
+  const bytes = new TextEncoder().encode(text);
+  let offset = 0;
+  while (offset < bytes.length) {
+    offset += await to.write(bytes.subarray(offset));
+  }
+}
+
+/** `main.ts flags [--shell]`: the daemon's flags, one per line, or one shell-quoted line. */
+export async function printFlags(args: string[]): Promise<number> {
+  const unknown = args.filter((arg) => arg !== "--shell");
+  if (unknown.length > 0) {
+    await write(
+      Deno.stderr,
+      `Unknown option ${
+        JSON.stringify(unknown[0])
+      } for flags: the only option is --shell.\n`,
+    );
+    return 64;
+  }
+  setQuiet(true);
+  const { flags } = await deriveDaemonFlags();
+  const text = args.includes("--shell")
+    ? flags.map(shellQuote).join(" ") + "\n"
+    : flags.map((flag) => flag + "\n").join("");
+  await write(Deno.stdout, text);
+  return 0;
+}
+
+/** The deno to start: this very executable when allowed, else `deno` on PATH (what `--allow-run=deno` grants). */
+export function denoExecutable(): string {
+  const own = Deno.execPath();
+  const may = (command: string) =>
+    Deno.permissions.querySync({ name: "run", command }).state === "granted";
+  if (may(own)) return own;
+  if (may("deno")) return "deno";
+  throw new AssistantError(
+    `The launcher may not start deno: grant --allow-run=deno (deno task start does) or --allow-run=${own}`,
+  );
+}
+
+const FORWARDED = ["SIGTERM", "SIGINT"] as const;
+
+/** Runs a command with inherited stdio, forwarding SIGTERM and SIGINT to it; resolves to its exit code. */
+async function runForwarding(command: string, args: string[]): Promise<number> {
+  const child = new Deno.Command(command, {
+    args,
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  const handlers = FORWARDED.map((signal) => {
+    const handler = () => {
+      try {
+        child.kill(signal);
+      } catch {
+        // Gone already: its status is on the way.
+      }
+    };
+    Deno.addSignalListener(signal, handler);
+    return [signal, handler] as const;
+  });
+  try {
+    const status = await child.status;
+    return status.code;
+  } finally {
+    for (const [signal, handler] of handlers) {
+      Deno.removeSignalListener(signal, handler);
+    }
+  }
+}
+
+function isInside(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel);
+}
+
+/** The temporary directory a compiled binary mounts its embedded files under. */
+function tempDir(): string {
+  const granted =
+    Deno.permissions.querySync({ name: "env", variable: "TMPDIR" })
+      .state === "granted";
+  const value = granted ? Deno.env.get("TMPDIR") : undefined;
+  return value !== undefined && isAbsolute(value) ? value : "/tmp";
+}
+
+/**
+ * The flags baked into a compiled binary. Its modules live in a virtual
+ * directory, `$TMPDIR/deno-compile-<binary name>/`, so the bundled tools dir
+ * it computes is `…/tools` there: that path is granted for reading (the
+ * TOML files are embedded with `--include`). An embedded script cannot be
+ * executed, so the bundled tools' own scripts are not granted; their copies
+ * in the user's tools dir (`assistant.sh install`) are.
+ */
+export function compiledFlags(
+  derived: DerivedFlags,
+  output: string,
+  tmp: string = tempDir(),
+): string[] {
+  const { paths, config } = derived;
+  const virtualTools = join(tmp, `deno-compile-${basename(output)}`, "tools");
+  const bundled = paths.bundledToolsDir;
+  return deriveFlags({
+    paths: { ...paths, bundledToolsDir: virtualTools },
+    config: {
+      ...config,
+      tools_dirs: config.tools_dirs.map((dir) =>
+        dir === bundled ? virtualTools : dir
+      ),
+    },
+    executables: derived.executables.filter((exe) => !isInside(exe, bundled)),
+  });
+}
+
+function parseOutput(args: string[]): string | null {
+  if (args.length === 0) return DEFAULT_BINARY;
+  if (args.length === 2 && args[0] === "--output" && args[1]) {
+    return isAbsolute(args[1]) ? args[1] : join(Deno.cwd(), args[1]);
+  }
+  return null;
+}
+
+async function compile(args: string[]): Promise<number> {
+  const output = parseOutput(args);
+  if (output === null) {
+    await write(
+      Deno.stderr,
+      "usage: main.ts launch compile [--output PATH]\n",
+    );
+    return 64;
+  }
+  const derived = await deriveDaemonFlags();
+  const flags = compiledFlags(derived, output);
+  log.info("compiling", { output, flags: flags.length });
+  return await runForwarding(denoExecutable(), [
+    "compile",
+    "--no-prompt",
+    ...flags,
+    "--include",
+    derived.paths.bundledToolsDir,
+    "--output",
+    output,
+    MAIN_MODULE,
+  ]);
+}
+
+/** `main.ts launch [serve|check|compile]`: derives the flags and runs that command with exactly them; resolves to its exit code. */
+export async function launch(args: string[]): Promise<number> {
+  const [command = "serve", ...rest] = args;
+  switch (command) {
+    case "serve":
+    case "check": {
+      let flags: string[];
+      try {
+        ({ flags } = await deriveDaemonFlags());
+      } catch (error) {
+        if (command !== "check") throw error;
+        // The check's own report format, so a broken config reads the same.
+        const subject = error instanceof SyntaxError ||
+            error instanceof TypeError
+          ? "config"
+          : "launch";
+        const message = error instanceof Error ? error.message : String(error);
+        await write(
+          Deno.stdout,
+          formatLine({ status: "fail", subject, message }) + "\n",
+        );
+        return 1;
+      }
+      log.info("launching", { command, flags: flags.length });
+      return await runForwarding(denoExecutable(), [
+        "run",
+        "--no-prompt",
+        ...flags,
+        MAIN_MODULE,
+        command,
+        ...rest,
+      ]);
+    }
+    case "compile":
+      return await compile(rest);
+    default:
+      await write(
+        Deno.stderr,
+        `Unknown launch command ${
+          JSON.stringify(command)
+        }: use serve, check or compile.\n`,
+      );
+      return 64;
+  }
+}

@@ -1,0 +1,323 @@
+/**
+ * The llama-server client: which model to use (never one that would make a
+ * router load or swap), its context size, the chat request body, and the
+ * streamed chat request itself.
+ */
+import type { ChatMessage } from "./chat_types.ts";
+import { AssistantError } from "../errors.ts";
+import { describeError, log } from "../log.ts";
+import { type Delta, deltaStream } from "./sse_stream.ts";
+
+/** The model a turn uses, as `chooseModel` found it. */
+export interface ModelChoice {
+  id: string;
+  router: boolean;
+  nCtx: number | null;
+}
+
+/** How to reach llama-server. */
+export interface LlmOptions {
+  /** Base URL, e.g. http://127.0.0.1:8080. */
+  url: string;
+  /** Config key `model`: preferred among several loaded router models. */
+  model?: string;
+  /** stall_timeout in ms. */
+  stallMs: number;
+  /** Injected for tests; the global fetch otherwise. */
+  fetch?: typeof fetch;
+}
+
+/** What `chatBody` builds a request from. */
+export interface ChatBodyInput {
+  model: string;
+  messages: ChatMessage[];
+  tools: unknown[];
+  thinking: boolean;
+  /** The config's [request] table. */
+  extra: Record<string, unknown>;
+  /** The last round after max_tool_rounds. */
+  toolChoiceNone?: boolean;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Builds the request body: extra first, the daemon's own fields win; chat_template_kwargs merged key by key with enable_thinking. */
+export function chatBody(input: ChatBodyInput): Record<string, unknown> {
+  const { tools: _tools, ...extra } = input.extra;
+  const kwargs = isRecord(extra.chat_template_kwargs)
+    ? extra.chat_template_kwargs
+    : {};
+  const body: Record<string, unknown> = {
+    ...extra,
+    model: input.model,
+    messages: input.messages,
+    stream: true,
+    stream_options: { include_usage: true },
+    chat_template_kwargs: { ...kwargs, enable_thinking: input.thinking },
+  };
+  // The tools are the daemon's: an empty list is left out rather than sent.
+  if (input.tools.length > 0) body.tools = input.tools;
+  if (input.toolChoiceNone) body.tool_choice = "none";
+  return body;
+}
+
+interface ModelEntry {
+  id: string;
+  /** Other names the router answers to (`--alias`, presets). */
+  aliases: string[];
+  status: string | null;
+  failed: boolean;
+  metaCtx: number | null;
+}
+
+function readEntries(list: unknown): ModelEntry[] {
+  if (!isRecord(list) || !Array.isArray(list.data)) {
+    throw new AssistantError("malformed model list", {
+      cause: new TypeError("GET /v1/models has no data array"),
+    });
+  }
+  const entries: ModelEntry[] = [];
+  for (const item of list.data) {
+    if (!isRecord(item) || typeof item.id !== "string") continue;
+    const status = isRecord(item.status) ? item.status : null;
+    const meta = isRecord(item.meta) ? item.meta : null;
+    entries.push({
+      id: item.id,
+      aliases: Array.isArray(item.aliases)
+        ? item.aliases.filter((alias) => typeof alias === "string")
+        : [],
+      status: status && typeof status.value === "string" ? status.value : null,
+      failed: status?.failed === true,
+      metaCtx: typeof meta?.n_ctx === "number" && meta.n_ctx > 0
+        ? meta.n_ctx
+        : null,
+    });
+  }
+  return entries;
+}
+
+/** The never-swap rule: a loaded model (the preferred one first), else a sleeping one. */
+function pick(entries: ModelEntry[], preferred: string): ModelEntry | null {
+  const router = entries.some((entry) => entry.status !== null);
+  if (!router) return entries[0] ?? null;
+  for (const wanted of ["loaded", "sleeping"]) {
+    const usable = entries.filter((entry) =>
+      entry.status === wanted && !entry.failed
+    );
+    const choice = usable.find((entry) =>
+      preferred !== "" &&
+      (entry.id === preferred || entry.aliases.includes(preferred))
+    ) ?? usable[0];
+    if (choice) return choice;
+  }
+  return null;
+}
+
+function httpMessage(response: Response, text: string): string {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (isRecord(parsed)) {
+      const error = parsed.error;
+      if (isRecord(error) && typeof error.message === "string") {
+        return error.message;
+      }
+      if (typeof error === "string") return error;
+      if (typeof parsed.message === "string") return parsed.message;
+    }
+  } catch {
+    // Not JSON: fall back to the status text or the start of the body.
+  }
+  if (response.statusText !== "") return response.statusText;
+  const excerpt = text.replace(/\s+/g, " ").trim().slice(0, 200);
+  return excerpt === "" ? "no message" : excerpt;
+}
+
+/** The client of one llama-server (or router). */
+export class LlmClient {
+  readonly #url: string;
+  readonly #base: string;
+  readonly #preferred: string;
+  readonly #stallMs: number;
+  readonly #fetch: typeof fetch;
+  readonly #ctx = new Map<string, number>();
+
+  /** Creates a client; nothing is fetched until a turn asks. */
+  constructor(options: LlmOptions) {
+    this.#url = options.url;
+    this.#base = options.url.replace(/\/+$/, "");
+    this.#preferred = options.model ?? "";
+    this.#stallMs = options.stallMs;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /** GET /v1/models every call; the never-swap rule; n_ctx from /props (cached per model). */
+  async chooseModel(signal: AbortSignal): Promise<ModelChoice> {
+    const entries = readEntries(await this.#getJson("/v1/models", signal));
+    const entry = pick(entries, this.#preferred);
+    if (!entry) {
+      log.warn("no model loaded", { models: entries.length });
+      throw new AssistantError("no model loaded");
+    }
+    const router = entry.status !== null;
+    const nCtx = await this.#contextSize(entry, router, signal);
+    log.debug("model chosen", { model: entry.id, router, n_ctx: nCtx });
+    return { id: entry.id, router, nCtx };
+  }
+
+  /** POST /v1/chat/completions (router: ?autoload=false); resolves to the delta stream once headers arrive. */
+  async chat(
+    model: ModelChoice,
+    body: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<ReadableStream<Delta>> {
+    const internal = new AbortController();
+    const request = AbortSignal.any([signal, internal.signal]);
+    const stall = () => {
+      if (internal.signal.aborted) return;
+      log.warn("llama-server stalled", { ms: this.#stallMs });
+      internal.abort(
+        new AssistantError("llama-server stalled", {
+          cause: new DOMException(
+            `No data for ${this.#stallMs} ms`,
+            "TimeoutError",
+          ),
+        }),
+      );
+    };
+    // llama-server sends its headers only with the first token, so the wait
+    // for them is prompt processing and falls under the same stall limit.
+    const timer = setTimeout(stall, this.#stallMs);
+    try {
+      const path = model.router
+        ? "/v1/chat/completions?autoload=false"
+        : "/v1/chat/completions";
+      const response = await this.#request(path, request, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "text/event-stream",
+        },
+        body: JSON.stringify(body),
+      });
+      const type = response.headers.get("content-type") ?? "";
+      if (!response.body || !type.includes("text/event-stream")) {
+        await response.body?.cancel();
+        throw new AssistantError("malformed stream", {
+          cause: new TypeError(`Chat answered with content type "${type}"`),
+        });
+      }
+      return deltaStream(response.body, {
+        stallMs: this.#stallMs,
+        onStall: stall,
+        signal: request,
+      });
+    } catch (error) {
+      internal.abort(error);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #contextSize(
+    entry: ModelEntry,
+    router: boolean,
+    signal: AbortSignal,
+  ): Promise<number | null> {
+    const cached = this.#ctx.get(entry.id);
+    if (cached !== undefined) return cached;
+    // Asking a router about a model that is not loaded would load it; a
+    // sleeping one would wake. Only a loaded model (or a single server) is asked.
+    if (router && entry.status !== "loaded") return entry.metaCtx;
+    const path = router
+      ? `/props?model=${encodeURIComponent(entry.id)}&autoload=false`
+      : "/props";
+    try {
+      const props = await this.#getJson(path, signal);
+      const settings = isRecord(props)
+        ? props.default_generation_settings
+        : null;
+      const nCtx = isRecord(settings) ? settings.n_ctx : null;
+      if (typeof nCtx === "number" && nCtx > 0) {
+        this.#ctx.set(entry.id, nCtx);
+        return nCtx;
+      }
+      log.warn("props without n_ctx", { model: entry.id });
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      log.warn("props failed", {
+        model: entry.id,
+        error: describeError(error),
+      });
+    }
+    return entry.metaCtx;
+  }
+
+  async #getJson(path: string, signal: AbortSignal): Promise<unknown> {
+    const bounded = AbortSignal.any([
+      signal,
+      AbortSignal.timeout(this.#stallMs),
+    ]);
+    const response = await this.#request(path, bounded);
+    const text = await this.#read(response, bounded);
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new AssistantError("malformed answer from llama-server", {
+        cause: error,
+      });
+    }
+  }
+
+  /** One request with the error messages clients see; an HTTP error status throws. */
+  async #request(
+    path: string,
+    signal: AbortSignal,
+    init: RequestInit = {},
+  ): Promise<Response> {
+    let response: Response;
+    try {
+      response = await this.#fetch(this.#base + path, { ...init, signal });
+    } catch (error) {
+      throw this.#failure(error, signal);
+    }
+    if (response.status >= 400) {
+      const text = await this.#read(response, signal);
+      log.warn("llama-server error status", {
+        path: path.split("?")[0],
+        status: response.status,
+      });
+      const quoted = httpMessage(response, text);
+      throw new AssistantError(
+        `llama-server answered ${response.status}: ${quoted}`,
+        { quoted, cause: new Error(`HTTP ${response.status} for ${path}`) },
+      );
+    }
+    return response;
+  }
+
+  async #read(response: Response, signal: AbortSignal): Promise<string> {
+    try {
+      return await response.text();
+    } catch (error) {
+      throw this.#failure(error, signal);
+    }
+  }
+
+  /** Names a failed fetch: the caller's abort and a stall pass as they are. */
+  #failure(error: unknown, signal: AbortSignal): unknown {
+    if (signal.aborted) {
+      const reason: unknown = signal.reason;
+      if (reason instanceof DOMException && reason.name === "TimeoutError") {
+        return new AssistantError("llama-server stalled", { cause: reason });
+      }
+      return reason;
+    }
+    if (error instanceof AssistantError) return error;
+    return new AssistantError(`llama-server unreachable at ${this.#url}`, {
+      cause: error,
+    });
+  }
+}

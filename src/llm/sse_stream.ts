@@ -1,0 +1,370 @@
+/**
+ * Stream stages from llama-server's SSE body to typed deltas: bytes are
+ * decoded, split into SSE messages, read as chat-completion chunks, and
+ * `<think>` tags inside content are routed to reasoning.
+ */
+import {
+  type EventSourceMessage,
+  EventSourceParserStream,
+  ParseError,
+} from "eventsource-parser/stream";
+import { AssistantError } from "../errors.ts";
+
+/**
+ * Characters of an unfinished SSE line the parser may hold: a server that
+ * streams without a line break would otherwise grow the daemon's memory
+ * while its bytes keep the stall guard quiet. Real chunks are kilobytes.
+ */
+export const MAX_PENDING_CHARS = 16 * 1024 * 1024;
+
+/** One typed piece of a streamed reply. */
+export type Delta =
+  | { kind: "think"; text: string }
+  | { kind: "content"; text: string }
+  | {
+    kind: "tool_call";
+    index: number;
+    id?: string;
+    name?: string;
+    arguments: string;
+  }
+  | { kind: "usage"; used: number }
+  | { kind: "finish"; reason: string };
+
+/** Options of `ChatDeltaStream`. */
+export interface ChatDeltaStreamOptions {
+  /** The request's signal: once it is aborted, upstream failures pass through unchanged. */
+  signal?: AbortSignal;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function malformed(cause?: unknown): AssistantError {
+  return new AssistantError(
+    "malformed stream",
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof DOMException &&
+    (error.name === "AbortError" || error.name === "TimeoutError");
+}
+
+/** Tokens now in the context: `usage.total_tokens`, else the timings' sum. */
+function usedTokens(chunk: Record<string, unknown>): number | null {
+  const usage = chunk.usage;
+  if (isRecord(usage) && typeof usage.total_tokens === "number") {
+    return usage.total_tokens;
+  }
+  const timings = chunk.timings;
+  if (!isRecord(timings)) return null;
+  let sum = 0;
+  for (const key of ["cache_n", "prompt_n", "predicted_n"]) {
+    const value = timings[key];
+    if (typeof value !== "number") return null;
+    sum += value;
+  }
+  return sum;
+}
+
+function toolCallDeltas(calls: unknown[]): Delta[] {
+  const deltas: Delta[] = [];
+  for (const call of calls) {
+    if (!isRecord(call) || !Number.isSafeInteger(call.index)) {
+      throw malformed(new TypeError("Tool call piece without an index"));
+    }
+    const fn = isRecord(call.function) ? call.function : {};
+    const delta: Delta = {
+      kind: "tool_call",
+      index: call.index as number,
+      arguments: typeof fn.arguments === "string" ? fn.arguments : "",
+    };
+    if (typeof call.id === "string" && call.id !== "") delta.id = call.id;
+    if (typeof fn.name === "string" && fn.name !== "") delta.name = fn.name;
+    deltas.push(delta);
+  }
+  return deltas;
+}
+
+/** Reads one parsed chunk into deltas; throws AssistantError on an error chunk or a bad shape. */
+function chunkDeltas(chunk: unknown): Delta[] {
+  if (!isRecord(chunk)) {
+    throw malformed(new TypeError("Chunk is not an object"));
+  }
+  if (chunk.error !== undefined) {
+    const error = isRecord(chunk.error) ? chunk.error : {};
+    const message = typeof error.message === "string"
+      ? error.message
+      : String(chunk.error);
+    throw new AssistantError(`llama-server error: ${message}`, {
+      quoted: message,
+      cause: new Error(
+        `Error chunk type=${String(error.type)} code=${String(error.code)}`,
+      ),
+    });
+  }
+  if (!Array.isArray(chunk.choices)) {
+    throw malformed(new TypeError("Chunk without a choices array"));
+  }
+  const deltas: Delta[] = [];
+  let finish: string | null = null;
+  for (const choice of chunk.choices) {
+    if (!isRecord(choice)) {
+      throw malformed(new TypeError("Choice is not an object"));
+    }
+    // Only the first choice is the reply; the daemon never asks for n > 1.
+    if (choice.index !== undefined && choice.index !== 0) continue;
+    const delta = choice.delta ?? {};
+    if (!isRecord(delta)) {
+      throw malformed(new TypeError("Delta is not an object"));
+    }
+    const { reasoning_content: think, content, tool_calls: calls } = delta;
+    if (typeof think === "string" && think !== "") {
+      deltas.push({ kind: "think", text: think });
+    }
+    if (typeof content === "string" && content !== "") {
+      deltas.push({ kind: "content", text: content });
+    }
+    if (Array.isArray(calls)) deltas.push(...toolCallDeltas(calls));
+    if (typeof choice.finish_reason === "string") finish = choice.finish_reason;
+  }
+  if (finish !== null) deltas.push({ kind: "finish", reason: finish });
+  // Usage rides on the `choices: []` chunk; without include_usage, timings ride
+  // on the finish chunk. Per-token timings elsewhere are progress, not totals.
+  if (chunk.choices.length === 0 || finish !== null) {
+    const used = usedTokens(chunk);
+    if (used !== null) deltas.push({ kind: "usage", used });
+  }
+  return deltas;
+}
+
+/** SSE messages -> typed deltas; errors the stream with AssistantError on an error chunk or malformed chunk; stops at [DONE]. */
+export class ChatDeltaStream
+  extends TransformStream<EventSourceMessage, Delta> {
+  /** Creates the stage; `options.signal` marks upstream aborts as the caller's own. */
+  constructor(options: ChatDeltaStreamOptions = {}) {
+    let controller!: TransformStreamDefaultController<Delta>;
+    super({
+      start(c) {
+        controller = c;
+      },
+      transform(message, c) {
+        if (message.data === "[DONE]") {
+          c.terminate();
+          return;
+        }
+        let chunk: unknown;
+        try {
+          chunk = JSON.parse(message.data);
+        } catch (error) {
+          throw malformed(error);
+        }
+        for (const delta of chunkDeltas(chunk)) c.enqueue(delta);
+      },
+      flush() {
+        throw new AssistantError("llama-server closed the stream early");
+      },
+      cancel(reason) {
+        // Upstream failed (the body broke off) or the reader cancelled; name a
+        // broken connection, leave the caller's own abort and our errors as they are.
+        if (
+          reason instanceof AssistantError || isAbort(reason) ||
+          options.signal?.aborted
+        ) {
+          controller.error(reason);
+          return;
+        }
+        if (reason instanceof ParseError) {
+          controller.error(malformed(reason));
+          return;
+        }
+        controller.error(
+          new AssistantError("llama-server closed the stream early", {
+            cause: reason,
+          }),
+        );
+      },
+    });
+  }
+}
+
+const OPEN = "<think>";
+const CLOSE = "</think>";
+
+/** Length of the longest suffix of `text` that is a proper prefix of `tag`. */
+function partialTag(text: string, tag: string): number {
+  for (let n = Math.min(tag.length - 1, text.length); n > 0; n--) {
+    if (text.endsWith(tag.slice(0, n))) return n;
+  }
+  return 0;
+}
+
+/** Routes `<think>...</think>` found inside content deltas to think deltas (tags may be split across chunks). */
+export class ThinkTagStream extends TransformStream<Delta, Delta> {
+  /** Creates the stage; content outside the tags passes through, less the whitespace right after a tag. */
+  constructor() {
+    let thinking = false;
+    // Text that may be the start of a tag, held until the next piece decides.
+    let held = "";
+    // Templates put newlines after both tags; they are layout, not text.
+    let afterTag = false;
+    const emit = (
+      c: TransformStreamDefaultController<Delta>,
+      text: string,
+    ) => {
+      if (afterTag) {
+        text = text.trimStart();
+        if (text !== "") afterTag = false;
+      }
+      if (text !== "") {
+        c.enqueue({ kind: thinking ? "think" : "content", text });
+      }
+    };
+    const release = (c: TransformStreamDefaultController<Delta>) => {
+      emit(c, held);
+      held = "";
+    };
+    super({
+      transform(delta, c) {
+        if (delta.kind !== "content") {
+          release(c);
+          c.enqueue(delta);
+          return;
+        }
+        let text = held + delta.text;
+        held = "";
+        for (;;) {
+          const tag = thinking ? CLOSE : OPEN;
+          const at = text.indexOf(tag);
+          if (at === -1) break;
+          emit(c, text.slice(0, at));
+          thinking = !thinking;
+          afterTag = true;
+          text = text.slice(at + tag.length);
+        }
+        const keep = partialTag(text, thinking ? CLOSE : OPEN);
+        emit(c, text.slice(0, text.length - keep));
+        held = text.slice(text.length - keep);
+      },
+      flush(c) {
+        release(c);
+      },
+    });
+  }
+}
+
+/** Options of `StallGuardStream`. */
+export interface StallGuardOptions {
+  /** Longest wait for the next chunk, in milliseconds; no stall clock when absent. */
+  ms?: number | undefined;
+  /** Called once when the wait runs out, to abort the request. */
+  onStall?: (() => void) | undefined;
+  /** Once it aborts, the stream errors with its reason. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Guards the body's bytes: errors the stream with AssistantError("llama-server
+ * stalled") when no chunk arrives for `ms` (and calls onStall to abort the
+ * fetch), or with the reason of `signal` once it aborts. Either way the pipe
+ * that feeds it cancels its source, the response body, whose HTTP connection
+ * then closes and llama-server stops generating.
+ *
+ * The signal is watched here rather than left to fetch: once headers are in,
+ * fetch listens on the Request's own signal, which may be garbage-collected
+ * with the Response, and an abort after that never reaches the body (seen
+ * under GC pressure). This stage holds `signal` while the stream lives.
+ *
+ * The clock measures arrivals, so a reader slower than `ms` per chunk would
+ * count as a stall; the daemon reads deltas as fast as they come.
+ */
+export class StallGuardStream<T> extends TransformStream<T, T> {
+  /** Starts the clock at once: waiting for the first chunk counts too. */
+  constructor(options: StallGuardOptions) {
+    const { ms, signal } = options;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let controller!: TransformStreamDefaultController<T>;
+    // A chunk only moves the deadline; the one timer checks it when it fires,
+    // so a token costs no timer call of its own.
+    let last = performance.now();
+    const onAbort = () => {
+      stop();
+      controller.error(signal?.reason);
+    };
+    const stop = () => {
+      clearTimeout(timer);
+      timer = undefined;
+      signal?.removeEventListener("abort", onAbort);
+    };
+    const check = () => {
+      if (ms === undefined) return;
+      const idle = performance.now() - last;
+      if (idle < ms) {
+        timer = setTimeout(check, ms - idle);
+        return;
+      }
+      stop();
+      controller.error(
+        new AssistantError("llama-server stalled", {
+          cause: new DOMException(`No data for ${ms} ms`, "TimeoutError"),
+        }),
+      );
+      options.onStall?.();
+    };
+    super({
+      start(c) {
+        controller = c;
+        if (ms !== undefined) timer = setTimeout(check, ms);
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener("abort", onAbort, { once: true });
+      },
+      transform(chunk, c) {
+        last = performance.now();
+        c.enqueue(chunk);
+      },
+      flush: stop,
+      cancel: stop,
+    });
+  }
+}
+
+/** Options of `deltaStream`. */
+export interface DeltaStreamOptions {
+  /** Stall limit in milliseconds; no guard when absent. */
+  stallMs?: number;
+  /** Called when the stall limit runs out (abort the fetch there). */
+  onStall?: () => void;
+  /** The request's signal, so its abort surfaces unchanged. */
+  signal?: AbortSignal;
+}
+
+/** Glue: body bytes -> StallGuardStream (stall and abort) -> TextDecoderStream -> EventSourceParserStream -> ChatDeltaStream -> ThinkTagStream. */
+export function deltaStream(
+  body: ReadableStream<Uint8Array>,
+  options: DeltaStreamOptions = {},
+): ReadableStream<Delta> {
+  let bytes = body;
+  if (options.stallMs !== undefined || options.signal !== undefined) {
+    bytes = bytes.pipeThrough(
+      new StallGuardStream<Uint8Array>({
+        ms: options.stallMs,
+        onStall: options.onStall,
+        signal: options.signal,
+      }),
+    );
+  }
+  return bytes
+    .pipeThrough(new TextDecoderStream())
+    .pipeThrough(
+      new EventSourceParserStream({ maxBufferSize: MAX_PENDING_CHARS }),
+    )
+    .pipeThrough(
+      new ChatDeltaStream(
+        options.signal === undefined ? {} : { signal: options.signal },
+      ),
+    )
+    .pipeThrough(new ThinkTagStream());
+}

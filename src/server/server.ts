@@ -1,0 +1,346 @@
+/**
+ * The Unix-socket server: accepts clients, frames their JSON lines, routes
+ * commands to the brain one at a time per client, and gives every client its
+ * own output queue so a slow reader never holds up the others.
+ */
+
+import { AssistantError } from "../errors.ts";
+import {
+  Client,
+  inputOf,
+  type Limits,
+  type PendingRead,
+} from "./connection.ts";
+import { LineStream } from "./line_stream.ts";
+import { clearSocketPath, removeQuietly } from "./socket_path.ts";
+import { describeError, log } from "../log.ts";
+import {
+  type Command,
+  encodeEvent,
+  type Event,
+  MAX_LINE_BYTES,
+  parseCommand,
+} from "../protocol.ts";
+
+/** What the server needs from the daemon's brain. */
+export interface Brain {
+  /** The hello event for a client that just connected. */
+  hello(): Event;
+  /** Runs one command; resolves to the answer for the asker (or null). Shared-state events are broadcast by the brain itself through Server.broadcast. */
+  handle(command: Command): Promise<Event | null>;
+  /** Resolves when the reply in flight ends, or null when none is: a client that half-closes after its `ask` still gets that reply. */
+  replyEnd?(): Promise<void> | null;
+}
+
+/** Options of {@link Server.listen}. */
+export interface ServerOptions {
+  /** Socket path. */
+  path: string;
+  /** Receives the commands and gives each new client its hello. */
+  brain: Brain;
+  /** Connections beyond this many get an error and are closed. */
+  maxClients: number;
+  /** Default 2000: a client whose socket accepts no write for this long is dropped. */
+  stallMs?: number;
+  /** Default 4 MiB: a client with more unsent bytes than this is dropped. */
+  maxBacklog?: number;
+  /** Default MAX_LINE_BYTES: longer inbound lines are answered `line too long`. */
+  maxLineBytes?: number;
+}
+
+const DEFAULT_STALL_MS = 2000;
+const DEFAULT_MAX_BACKLOG = 4 * 1024 * 1024;
+// Pause after a failed accept (EMFILE and the like) so the loop cannot spin.
+const ACCEPT_RETRY_MS = 100;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The daemon's socket: one listener, any number of clients up to a limit. */
+export class Server implements AsyncDisposable {
+  readonly #listener: Deno.UnixListener;
+  readonly #path: string;
+  readonly #brain: Brain;
+  readonly #maxClients: number;
+  readonly #limits: Limits;
+  readonly #clients = new Set<Client>();
+  /** Every open connection, refused ones (still being told why) included. */
+  readonly #open = new Set<Client>();
+  readonly #tasks = new Set<Promise<void>>();
+  readonly #closing = new AbortController();
+  #nextId = 1;
+  #acceptLoop: Promise<void>;
+  readonly #watchdog: ReturnType<typeof setInterval>;
+  #closed: Promise<void> | null = null;
+
+  private constructor(listener: Deno.UnixListener, options: ServerOptions) {
+    this.#listener = listener;
+    this.#path = options.path;
+    this.#brain = options.brain;
+    this.#maxClients = options.maxClients;
+    this.#limits = {
+      stallMs: options.stallMs ?? DEFAULT_STALL_MS,
+      maxBacklog: options.maxBacklog ?? DEFAULT_MAX_BACKLOG,
+      maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
+    };
+    this.#acceptLoop = this.#accept();
+    // One clock for every client's stall limit: a timer per write would cost
+    // two runtime calls per token per client.
+    const every = Math.max(
+      10,
+      Math.min(250, Math.floor(this.#limits.stallMs / 8)),
+    );
+    this.#watchdog = setInterval(() => {
+      const now = performance.now();
+      for (const client of this.#open) client.checkStall(now);
+    }, every);
+  }
+
+  /** Refuses (AssistantError) when a live daemon answers on path; replaces a stale socket file; a symlink at the path is removed, never followed; any other file there is refused. Listens, chmods 0600 at once. */
+  static async listen(options: ServerOptions): Promise<Server> {
+    const { path } = options;
+    positive("maxClients", options.maxClients);
+    positive("stallMs", options.stallMs);
+    positive("maxBacklog", options.maxBacklog);
+    positive("maxLineBytes", options.maxLineBytes);
+    await clearSocketPath(path);
+    let listener: Deno.UnixListener;
+    try {
+      listener = Deno.listen({ transport: "unix", path });
+    } catch (error) {
+      throw new AssistantError(
+        `cannot listen on ${path}: ${describeError(error)}`,
+        { cause: error },
+      );
+    }
+    try {
+      await Deno.chmod(path, 0o600);
+    } catch (error) {
+      listener.close();
+      await removeQuietly(path);
+      throw new AssistantError(
+        `cannot make ${path} private (chmod 0600): ${describeError(error)}`,
+        { cause: error },
+      );
+    }
+    log.info("listening", { path, max_clients: options.maxClients });
+    return new Server(listener, options);
+  }
+
+  /** Number of connected clients (refused connections not counted). */
+  get clientCount(): number {
+    return this.#clients.size;
+  }
+
+  /** Sends an event to every connected client. Encodes once. Never blocks on a slow client. */
+  broadcast(event: Event): void {
+    if (this.#clients.size === 0) return;
+    const bytes = encodeEvent(event);
+    for (const client of [...this.#clients]) client.send(bytes);
+  }
+
+  /** Closes the listener and every client, removes the socket file. Idempotent. */
+  close(): Promise<void> {
+    this.#closed ??= this.#shutdown();
+    return this.#closed;
+  }
+
+  /** Same as {@link Server.close}. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#closing.abort();
+    try {
+      this.#listener.close();
+    } catch {
+      // Closed already by a failed accept.
+    }
+    await this.#acceptLoop;
+    // Flush what each client is owed (a stopped reply's `done`), then close;
+    // a client that stops reading is dropped by its stall timer as always.
+    for (const client of [...this.#open]) client.end();
+    while (this.#tasks.size > 0) await Promise.all([...this.#tasks]);
+    clearInterval(this.#watchdog);
+    await removeQuietly(this.#path);
+    log.info("server closed", { path: this.#path });
+  }
+
+  async #accept(): Promise<void> {
+    const signal = this.#closing.signal;
+    while (!signal.aborted) {
+      let conn: Deno.UnixConn;
+      try {
+        conn = await this.#listener.accept();
+      } catch (error) {
+        if (signal.aborted || error instanceof Deno.errors.BadResource) return;
+        log.error("accept failed", { error: describeError(error) });
+        await pause(ACCEPT_RETRY_MS, signal);
+        continue;
+      }
+      this.#track(this.#serve(conn));
+    }
+  }
+
+  #track(task: Promise<void>): void {
+    const tracked = task.catch((error) => {
+      log.error("client task failed", { error: describeError(error) });
+    }).finally(() => this.#tasks.delete(tracked));
+    this.#tasks.add(tracked);
+  }
+
+  async #serve(conn: Deno.UnixConn): Promise<void> {
+    const id = this.#nextId++;
+    const client = new Client(
+      id,
+      conn,
+      this.#limits,
+      (gone) => {
+        this.#clients.delete(gone);
+        this.#open.delete(gone);
+      },
+    );
+    this.#open.add(client);
+    if (this.#clients.size >= this.#maxClients) {
+      log.warn("client refused", { client: id, max: this.#maxClients });
+      client.send(encodeEvent({
+        type: "error",
+        message: `too many clients (max ${this.#maxClients})`,
+      }));
+      client.end();
+      await client.writeLoop();
+      return;
+    }
+    let hello: Event;
+    try {
+      hello = this.#brain.hello();
+    } catch (error) {
+      log.error("hello failed", { client: id, error: describeError(error) });
+      client.drop("hello failed");
+      return;
+    }
+    // Joining and queueing hello in one step: no broadcast can come first.
+    this.#clients.add(client);
+    client.send(encodeEvent(hello));
+    log.info("client connected", { client: id, clients: this.#clients.size });
+    await Promise.all([client.writeLoop(), this.#readLoop(client)]);
+  }
+
+  async #readLoop(client: Client): Promise<void> {
+    const pending: PendingRead = { read: null };
+    let ownReply: Promise<void> | null = null;
+    const reader = inputOf(client.conn, pending)
+      .pipeThrough(new LineStream({ maxBytes: this.#limits.maxLineBytes }))
+      .getReader();
+    try {
+      while (!client.closed) {
+        const next = await reader.read();
+        if (next.done) break;
+        const chunk = next.value;
+        if ("tooLong" in chunk) {
+          this.#badLine(client, chunk.tooLong, "too long", "line too long");
+          continue;
+        }
+        const command = this.#parse(client, chunk.line);
+        if (command === null) continue;
+        const answer = await client.whileOpen(this.#run(client, command));
+        if (answer) client.send(encodeEvent(answer));
+        if (command.type === "ask" && command.text.trim() !== "") {
+          ownReply = this.#brain.replyEnd?.() ?? null;
+        }
+      }
+      // `printf '{"type":"ask",…}\n' | socat - UNIX-CONNECT:…` ends its input
+      // at once: the reply it asked for still goes out before the close. A
+      // client that only pinged is closed at once, whoever else is replying.
+      if (!client.closed && ownReply) await client.whileOpen(ownReply);
+      client.end();
+    } catch (error) {
+      // A reset, or our own close of a dropped client, ends the input.
+      if (!client.closed) {
+        client.drop("read failed");
+        log.debug("client read error", {
+          client: client.id,
+          error: describeError(error),
+        });
+      }
+    } finally {
+      reader.cancel().catch(() => {});
+      await pending.read;
+    }
+  }
+
+  /** Decodes and validates one line; answers and logs it when malformed. */
+  #parse(client: Client, line: Uint8Array): Command | null {
+    let text: string;
+    try {
+      text = utf8.decode(line);
+    } catch {
+      this.#badLine(client, line.length, "utf8", "bad command");
+      return null;
+    }
+    if (text.trim() === "") return null;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      this.#badLine(client, line.length, "json", "bad command");
+      return null;
+    }
+    const parsed = parseCommand(value);
+    if (!parsed.ok) {
+      const reason = parsed.message.startsWith("unknown command")
+        ? "unknown"
+        : "shape";
+      this.#badLine(client, line.length, reason, parsed.message);
+      return null;
+    }
+    return parsed.command;
+  }
+
+  #badLine(
+    client: Client,
+    bytes: number,
+    reason: string,
+    message: string,
+  ): void {
+    log.warn("bad line", { client: client.id, bytes, reason });
+    client.send(encodeEvent({ type: "error", message }));
+  }
+
+  /** Runs a command; an error becomes the asker's answer. */
+  async #run(client: Client, command: Command): Promise<Event | null> {
+    try {
+      return await this.#brain.handle(command);
+    } catch (error) {
+      if (error instanceof AssistantError) {
+        return { type: "error", message: error.message };
+      }
+      log.error("command failed", {
+        client: client.id,
+        type: command.type,
+        error: describeError(error),
+      });
+      return { type: "error", message: `${command.type} failed` };
+    }
+  }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
+}
+
+function positive(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+    throw new TypeError(
+      `Server option ${name} must be a positive integer, got ${value}`,
+    );
+  }
+}

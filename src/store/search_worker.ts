@@ -1,0 +1,185 @@
+/**
+ * Searches on a worker thread with its own read-only connection, so a slow
+ * query never blocks the main thread (the socket, the token stream). WAL
+ * lets it read beside the store's writer.
+ *
+ * The worker is started from a blob built from the source text of
+ * `prepareSearch` and `workerMain`: loading a module file would need read
+ * permission on the daemon's own sources, while this way the worker needs
+ * nothing but read of the database.
+ */
+import { describeError, log } from "../log.ts";
+import { AssistantError } from "../errors.ts";
+import { prepareSearch, type SearchHit, type SearchOptions } from "./search.ts";
+
+type Request =
+  | { type: "open"; path: string; options: SearchOptions }
+  | { type: "search"; id: number; q: string; limit: number }
+  | { type: "close" };
+
+type Reply =
+  | { type: "hits"; id: number; hits: SearchHit[] }
+  | { type: "failed"; id: number; name: string; message: string }
+  | { type: "closed" };
+
+/**
+ * The worker's program. It runs from its source text inside the worker, so
+ * it may use only its parameters and globals.
+ */
+function workerMain(
+  prepare: typeof prepareSearch,
+  Database: typeof import("node:sqlite").DatabaseSync,
+): void {
+  const scope = globalThis as unknown as {
+    onmessage: ((event: MessageEvent<Request>) => void) | null;
+    postMessage(reply: Reply): void;
+  };
+  let db: InstanceType<typeof Database> | null = null;
+  let search: ReturnType<typeof prepareSearch> | null = null;
+  let failure: unknown = null;
+  scope.onmessage = ({ data }) => {
+    if (data.type === "open") {
+      try {
+        db = new Database(data.path, { readOnly: true });
+        db.exec("PRAGMA busy_timeout = 5000");
+        search = prepare(db, data.options);
+      } catch (error) {
+        failure = error;
+      }
+    } else if (data.type === "search") {
+      try {
+        if (search === null) throw failure;
+        scope.postMessage({
+          type: "hits",
+          id: data.id,
+          hits: search(data.q, data.limit),
+        });
+      } catch (error) {
+        const e = error instanceof Error ? error : new Error(String(error));
+        scope.postMessage({
+          type: "failed",
+          id: data.id,
+          name: e.name,
+          message: e.message,
+        });
+      }
+    } else {
+      db?.close();
+      db = null;
+      search = null;
+      scope.postMessage({ type: "closed" });
+    }
+  };
+}
+
+const SOURCE = `import { DatabaseSync } from "node:sqlite";
+(${workerMain.toString()})(${prepareSearch.toString()}, DatabaseSync);
+`;
+
+/** Rebuilds an error that crossed the worker boundary as its message. */
+function rebuild(name: string, message: string): Error {
+  const Kind = name === "TypeError"
+    ? TypeError
+    : name === "RangeError"
+    ? RangeError
+    : name === "SyntaxError"
+    ? SyntaxError
+    : Error;
+  const error = new Kind(message);
+  if (Kind === Error && name !== "Error") error.name = name;
+  return error;
+}
+
+/** Searches off the main thread with its own read-only connection. */
+export class SearchWorker implements AsyncDisposable {
+  #worker: Worker;
+  #url: string;
+  #next = 1;
+  #pending = new Map<number, PromiseWithResolvers<SearchHit[]>>();
+  #closing: PromiseWithResolvers<void> | null = null;
+  #broken: Error | null = null;
+  #closed = false;
+
+  /** Starts the worker on the history file at `dbPath` (opened read-only); `options` as for the store. */
+  constructor(dbPath: string, options: SearchOptions = {}) {
+    this.#url = URL.createObjectURL(
+      new Blob([SOURCE], { type: "application/javascript" }),
+    );
+    this.#worker = new Worker(this.#url, { type: "module" });
+    this.#worker.onmessage = (event: MessageEvent<Reply>) =>
+      this.#receive(event.data);
+    this.#worker.onerror = (event) => {
+      event.preventDefault();
+      this.#fail(
+        new AssistantError("Search worker failed; searches are unavailable.", {
+          cause: new Error(event.message),
+        }),
+      );
+    };
+    // Only the tuning numbers cross: the worker has its own clock.
+    const tuning: SearchOptions = {};
+    if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
+    if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
+    this.#worker.postMessage(
+      { type: "open", path: dbPath, options: tuning } satisfies Request,
+    );
+  }
+
+  /** Runs one search; rejects with the search's error when it fails. */
+  search(q: string, limit: number): Promise<SearchHit[]> {
+    if (this.#closed) {
+      return Promise.reject(
+        new AssistantError("Search worker is closed; open a new one."),
+      );
+    }
+    if (this.#broken !== null) return Promise.reject(this.#broken);
+    const id = this.#next++;
+    const pending = Promise.withResolvers<SearchHit[]>();
+    this.#pending.set(id, pending);
+    this.#worker.postMessage(
+      { type: "search", id, q, limit } satisfies Request,
+    );
+    return pending.promise;
+  }
+
+  /** Lets queued searches finish, closes the connection and ends the worker. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#broken === null) {
+      this.#closing = Promise.withResolvers<void>();
+      this.#worker.postMessage({ type: "close" } satisfies Request);
+      await this.#closing.promise;
+    }
+    this.#worker.terminate();
+    URL.revokeObjectURL(this.#url);
+    this.#fail(new AssistantError("Search worker is closed; open a new one."));
+  }
+
+  /** Closes the worker. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #receive(reply: Reply): void {
+    if (reply.type === "closed") {
+      this.#closing?.resolve();
+      return;
+    }
+    const pending = this.#pending.get(reply.id);
+    if (pending === undefined) return;
+    this.#pending.delete(reply.id);
+    if (reply.type === "hits") pending.resolve(reply.hits);
+    else pending.reject(rebuild(reply.name, reply.message));
+  }
+
+  #fail(error: Error): void {
+    if (this.#broken === null && !this.#closed) {
+      log.error("search worker failed", { error: describeError(error) });
+    }
+    this.#broken ??= error;
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
+    this.#closing?.resolve();
+  }
+}

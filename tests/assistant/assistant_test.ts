@@ -1,0 +1,85 @@
+/** The brain alone: a real in-memory store, an injected model source, events collected. */
+import assert from "node:assert/strict";
+import { Assistant, type ModelSource } from "../../src/assistant/assistant.ts";
+import type { Event } from "../../src/protocol.ts";
+import { Store } from "../../src/store/store.ts";
+
+const unusedModel: ModelSource = {
+  chooseModel: () => Promise.reject(new Error("no model in this test")),
+  chat: () => Promise.reject(new Error("no model in this test")),
+};
+
+function brain(store: Store, events: Event[] = []): Assistant {
+  return new Assistant({
+    store,
+    llm: unusedModel,
+    tools: [],
+    emit: (event) => events.push(event),
+    config: {
+      thinking: true,
+      system_prompt: "Be helpful.",
+      history_turns: 10,
+      max_tool_rounds: 8,
+      tool_timeout: 30,
+      tool_output_limit: 16384,
+      request: {},
+    },
+  });
+}
+
+function fill(store: Store, count: number): number[] {
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    ids.push(
+      store.saveTurn(null, {
+        user: `question ${i}`,
+        reply: "answer",
+        tools: [],
+        messages: [],
+      }),
+    );
+  }
+  return ids;
+}
+
+Deno.test("list without a limit and the list after a delete hold the newest 1,000", async () => {
+  using store = new Store(":memory:");
+  const ids = fill(store, 1005);
+  using assistant = brain(store);
+
+  const listed = await assistant.handle({ type: "list" });
+  assert.ok(listed?.type === "conversations");
+  assert.equal(listed.items.length, 1000);
+  assert.equal(listed.items[0]!.id, ids.at(-1));
+
+  const some = await assistant.handle({ type: "list", limit: 3 });
+  assert.ok(some?.type === "conversations");
+  assert.equal(some.items.length, 3);
+
+  const afterDelete = await assistant.handle({ type: "delete", id: ids[0]! });
+  assert.ok(afterDelete?.type === "conversations");
+  assert.equal(afterDelete.items.length, 1000);
+  assert.ok(!store.exists(ids[0]!));
+});
+
+Deno.test("open broadcasts the conversation; an unknown id is refused and changes nothing", async () => {
+  using store = new Store(":memory:");
+  const [id] = fill(store, 1);
+  const events: Event[] = [];
+  using assistant = brain(store, events);
+
+  await assert.rejects(
+    assistant.handle({ type: "open", id: 99 }),
+    /no such conversation/,
+  );
+  assert.deepEqual(events, []);
+  assert.equal(await assistant.handle({ type: "open", id: id! }), null);
+  assert.deepEqual(events, [{
+    type: "conversation",
+    id,
+    turns: [{ user: "question 0", reply: "answer", tools: [] }],
+  }]);
+  const hello = assistant.hello();
+  assert.ok(hello.type === "hello");
+  assert.equal(hello.id, id);
+});

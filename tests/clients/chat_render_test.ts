@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import {
+  modelName,
+  Renderer,
+  sanitize,
+} from "../../src/clients/chat_render.ts";
+import type { Event } from "../../src/protocol.ts";
+
+function render(
+  events: Event[],
+  options = { colors: false, think: true, clearOnSwitch: false },
+): string {
+  const renderer = new Renderer(options);
+  return events.map((event) => renderer.event(event)).join("");
+}
+
+Deno.test("a streamed turn: question, reasoning, tool status, answer, blank line", () => {
+  const out = render([
+    { type: "user", text: "Weather?" },
+    { type: "state", state: "thinking" },
+    { type: "think", delta: "Need the" },
+    { type: "think", delta: " tool." },
+    { type: "tool", name: "weather", done: false },
+    { type: "tool", name: "weather", done: true },
+    { type: "token", delta: "Sunny" },
+    { type: "token", delta: "." },
+    { type: "done", id: 4, stopped: false },
+  ]);
+  assert.equal(
+    out,
+    "> Weather?\n(thinking) Need the tool.\n[tool] weather … done\nSunny.\n\n",
+  );
+});
+
+Deno.test("--no-think hides reasoning entirely", () => {
+  const out = render([
+    { type: "user", text: "Q" },
+    { type: "think", delta: "private" },
+    { type: "token", delta: "A" },
+    { type: "done", id: 1, stopped: false },
+  ], { colors: false, think: false, clearOnSwitch: false });
+  assert.equal(out, "> Q\nA\n\n");
+});
+
+Deno.test("colours: reasoning dimmed, errors red; none without colours", () => {
+  const colored = render([
+    { type: "think", delta: "hmm" },
+    { type: "error", message: "llama-server stalled", turn: true },
+  ], { colors: true, think: true, clearOnSwitch: false });
+  assert.equal(
+    colored,
+    "\x1b[2mhmm\x1b[0m\n\x1b[31merror: llama-server stalled\x1b[0m\n",
+  );
+  const plain = render([{ type: "error", message: "bad id" }]);
+  assert.equal(plain, "error: bad id\n");
+});
+
+Deno.test("a stopped reply is marked and its line ended", () => {
+  const out = render([
+    { type: "user", text: "Go" },
+    { type: "token", delta: "Par" },
+    { type: "done", id: null, stopped: true },
+  ]);
+  assert.equal(out, "> Go\nPar\n[stopped]\n\n");
+});
+
+Deno.test("hello shows the conversation and the reply in flight", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const out = renderer.hello({
+    type: "hello",
+    state: "tool",
+    tool: "date",
+    model: "/srv/models/tiny.gguf",
+    ctx_used: null,
+    ctx_max: null,
+    id: 7,
+    turns: [{ user: "Hi", reply: "Hello.", tools: [] }],
+    pending: { user: "Time?", reply: "", think: "Check.", tools: ["date"] },
+  });
+  assert.equal(
+    out,
+    "desktop-assistant · tiny · /help for commands\n" +
+      "── conversation #7 · 1 turn ──\n> Hi\nHello.\n\n" +
+      "> Time?\n(thinking) Check.\n[tool] date …",
+  );
+  assert.equal(renderer.atLineStart, false);
+  assert.equal(
+    renderer.event({ type: "tool", name: "date", done: true }),
+    " done\n",
+  );
+});
+
+Deno.test("lists, results with marked matches, and a deleted conversation", () => {
+  const renderer = new Renderer({
+    colors: true,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const results = renderer.event({
+    type: "results",
+    items: [{
+      id: 3,
+      title: "Trip to Rome",
+      snippet: "the **città** at\nnight",
+    }],
+  });
+  assert.equal(
+    results,
+    "\x1b[1m    #3\x1b[0m  Trip to Rome\n" +
+      "        the \x1b[1m\x1b[33mcittà\x1b[0m at night\n",
+  );
+  const plain = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  assert.equal(
+    plain.event({ type: "conversations", items: [] }, { deleted: 3 }),
+    "deleted conversation #3\nno conversations yet\n",
+  );
+  assert.equal(plain.event({ type: "results", items: [] }), "no matches\n");
+});
+
+Deno.test("a conversation switch clears a terminal screen, and /new announces itself", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: true,
+  });
+  assert.equal(
+    renderer.event({ type: "conversation", id: null, turns: [] }),
+    "\x1b[H\x1b[2J\x1b[3J── new conversation ──\n",
+  );
+});
+
+Deno.test("text from the daemon cannot carry escape sequences to the terminal", () => {
+  assert.equal(sanitize("a\x1b]0;pwned\x07b\r\nc\u009b"), "a]0;pwnedb\nc");
+  const out = render([{ type: "token", delta: "\x1b[2Jx" }]);
+  assert.equal(out, "[2Jx");
+  assert.equal(modelName("/srv/models/Qwen3-8B.Q4.gguf"), "Qwen3-8B.Q4");
+});

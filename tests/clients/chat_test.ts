@@ -1,0 +1,358 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { chatCommand, parseChatArgs } from "../../src/clients/chat.ts";
+import { clientFlags, noDaemonMessage } from "../../src/clients/client.ts";
+import {
+  clientArgs,
+  clientEnv,
+  ClientProcess,
+  denoDir,
+  MAIN,
+  runClient,
+  startDaemon,
+  tempHome,
+  within,
+} from "../support/client_harness.ts";
+import {
+  askedQuestion,
+  FakeLlm,
+  gated,
+  hold,
+  reply,
+} from "../support/fake_llm.ts";
+
+const hasScript = await new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((out) => out.success, () => false);
+const PTY_SKIP = hasScript
+  ? ""
+  : " (skipped: util-linux `script` is not installed)";
+
+type Chats = { messages: { role: string; content: string }[] };
+
+function lastQuestion(llm: FakeLlm, index: number): string {
+  return askedQuestion(llm.chats[index]?.body);
+}
+
+Deno.test("piped chat: a question streams its answer, /search and /open show results and turns, /new clears", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(
+    reply({ think: ["Easy."], content: ["Paris", " is the", " capital."] }),
+    reply({ content: ["Two", "."] }),
+  );
+  await using daemon = await startDaemon(llm.url);
+  const input = [
+    "What is the capital of France?",
+    "/search capit",
+    "/open 1",
+    "/new",
+    "Second question",
+    "/list",
+    "/open 99",
+  ].join("\n") + "\n";
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    clientEnv(daemon.paths.runtimeDir),
+    input,
+  );
+  assert.equal(result.stderr, "");
+  assert.equal(result.code, 0);
+  const dates = result.stdout.replace(/\d{4}-\d\d-\d\d \d\d:\d\d/g, "<date>");
+  assert.equal(
+    dates,
+    [
+      "desktop-assistant · /help for commands",
+      "> What is the capital of France?",
+      "(thinking) Easy.",
+      "Paris is the capital.",
+      "",
+      "> /search capit",
+      "    #1  What is the capital of France?",
+      "        What is the **capital** of France?",
+      "> /open 1",
+      "── conversation #1 · 1 turn ──",
+      "> What is the capital of France?",
+      "Paris is the capital.",
+      "",
+      "> /new",
+      "── new conversation ──",
+      "> Second question",
+      "Two.",
+      "",
+      "> /list",
+      "    #2  <date>  Second question",
+      "    #1  <date>  What is the capital of France?",
+      "> /open 99",
+      "error: no such conversation",
+      "",
+    ].join("\n"),
+  );
+  // After /new the model saw no earlier turn.
+  const second = llm.chats[1]?.body as Chats;
+  assert.deepEqual(second.messages.map((m) => m.role), ["system", "user"]);
+});
+
+Deno.test("piped chat --no-think shows no reasoning", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ think: ["hidden musing"], content: ["Shown."] }));
+  await using daemon = await startDaemon(llm.url);
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat", "--no-think"]),
+    clientEnv(daemon.paths.runtimeDir),
+    "Think quietly\n",
+  );
+  assert.equal(result.code, 0);
+  assert.doesNotMatch(result.stdout, /hidden musing|thinking/);
+  assert.match(result.stdout, /> Think quietly\nShown\.\n/);
+});
+
+Deno.test({
+  name:
+    `chat in a terminal: streams, Ctrl-C stops a reply and the prompt comes back, Ctrl-D leaves${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(
+      reply({ think: ["Musing."], content: ["Hello", " there."] }),
+      hold(["Once", " upon"]),
+    );
+    await using daemon = await startDaemon(llm.url);
+    await using watcher = await daemon.connect();
+    await watcher.next("hello");
+    // Colours on: NO_COLOR unset, stdout a terminal.
+    const env = clientEnv(daemon.paths.runtimeDir);
+    delete env.NO_COLOR;
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env, pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("Hi\r");
+    at = await chat.waitFor("Hello there.", at);
+    // Reasoning is dimmed.
+    assert.ok(chat.stdout.includes("\x1b[2mMusing.\x1b[0m"), chat.stdout);
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("Tell me a story\r");
+    at = await chat.waitFor("Once upon", at);
+    const aborted = llm.nextAbort();
+    await chat.type("\x03");
+    await within(aborted, "the model request to be aborted");
+    // The watcher saw the first turn end, then this one stopped.
+    const turns = await watcher.until((e) => e.type === "done" && e.stopped);
+    assert.deepEqual(
+      turns.filter((e) => e.type === "done").map((e) => e.stopped),
+      [false, true],
+    );
+    at = await chat.waitFor("[stopped]", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+  },
+});
+
+Deno.test({
+  name:
+    `chat in a terminal: line editing and history reach the daemon as edited${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    // "helo wrld": fix both words with arrows, Home, End and backspace.
+    await chat.type(
+      "helo wrld\x1b[D\x1b[D\x1b[Do\x01\x1b[C\x1b[C\x1b[Cl\x05!\x7f?\r",
+    );
+    at = await chat.waitFor("Hello there.", at);
+    at = await chat.waitFor(/> \r/, at);
+    assert.equal(lastQuestion(llm, 0), "hello world?");
+    // Up recalls it; Ctrl-U clears what was typed.
+    await chat.type("junk\x15\x1b[A\r");
+    at = await chat.waitFor("Hello there.", at);
+    await chat.waitFor(/> \r/, at);
+    assert.equal(lastQuestion(llm, 1), "hello world?");
+    await chat.type("\x03");
+    assert.equal(await chat.exit(), 130);
+  },
+});
+
+Deno.test("tool use shows as a status line between the question and the answer", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(
+    reply({ toolCalls: [{ name: "date", arguments: "{}" }] }),
+    reply({ content: ["It is", " today."] }),
+  );
+  await using home = await tempHome();
+  const tools = join(home.path, "tools");
+  await Deno.mkdir(tools);
+  await Deno.writeTextFile(
+    join(tools, "date.toml"),
+    'description = "The date"\ncommand = ["date", "+%F"]\n',
+  );
+  await using daemon = await startDaemon(llm.url, [tools]);
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    clientEnv(daemon.paths.runtimeDir),
+    "What day is it?\n",
+  );
+  assert.equal(result.code, 0);
+  assert.match(
+    result.stdout,
+    /\n> What day is it\?\n\[tool\] date … done\nIt is today\.\n\n$/,
+  );
+});
+
+Deno.test("SIGINT during a piped chat's reply sends stop; the chat carries on", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(hold(["Partial"]), reply({ content: ["Next."] }));
+  await using daemon = await startDaemon(llm.url);
+  await using chat = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  await chat.type("Go on\n");
+  let at = await chat.waitFor("Partial");
+  chat.child.kill("SIGINT");
+  at = await chat.waitFor("[stopped]", at);
+  await chat.type("Another\n");
+  await chat.waitFor("Next.", at);
+  await chat.endInput();
+  assert.equal(await chat.exit(), 0);
+  assert.match(
+    chat.stdout,
+    /> Go on\nPartial\n\[stopped\]\n\n> Another\nNext\.\n/,
+  );
+});
+
+Deno.test("a chat started mid-reply shows the partial reply, then the rest", async () => {
+  await using llm = await FakeLlm.start();
+  const gate = Promise.withResolvers<void>();
+  llm.enqueue(gated("first half", gate.promise, ", second half"));
+  await using daemon = await startDaemon(llm.url);
+  await using asker = await daemon.connect();
+  await asker.next("hello");
+  await asker.send({ type: "ask", text: "Split answer?" });
+  await asker.until((e) => e.type === "token");
+  try {
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir) },
+    );
+    const at = await chat.waitFor("first half");
+    gate.resolve();
+    await chat.waitFor(", second half", at);
+    await chat.endInput();
+    assert.equal(await chat.exit(), 0);
+    assert.equal(
+      chat.stdout,
+      "desktop-assistant · tiny · /help for commands\n" +
+        "> Split answer?\nfirst half, second half\n\n",
+    );
+  } finally {
+    gate.resolve();
+  }
+});
+
+Deno.test("a chat shows another client's question and answer as they happen", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["From", " elsewhere."] }));
+  await using daemon = await startDaemon(llm.url);
+  await using chat = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  const at = await chat.waitFor("/help for commands");
+  await using other = await daemon.connect();
+  await other.next("hello");
+  await other.send({ type: "ask", text: "Asked in another terminal" });
+  await chat.waitFor("From elsewhere.", at);
+  await chat.endInput();
+  assert.equal(await chat.exit(), 0);
+  assert.match(
+    chat.stdout,
+    /\n> Asked in another terminal\nFrom elsewhere\.\n\n$/,
+  );
+});
+
+Deno.test("chat exits 2 with the start hint when no daemon answers", async () => {
+  await using home = await tempHome();
+  const runtime = join(home.path, "run");
+  await Deno.mkdir(runtime);
+  const socket = join(runtime, "desktop-assistant.sock");
+  const result = await runClient(
+    clientArgs(socket, ["chat"]),
+    clientEnv(runtime),
+  );
+  assert.equal(result.code, 2);
+  assert.equal(result.stdout, "");
+  assert.equal(result.stderr, `${noDaemonMessage(socket)}\n`);
+});
+
+Deno.test("chat says so and exits 2 when the daemon goes away", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await startDaemon(llm.url);
+  await using chat = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  await chat.waitFor("/help for commands");
+  await daemon.stop();
+  assert.equal(await chat.exit(), 2);
+  assert.match(
+    chat.stderr,
+    /^The daemon went away; start it with: deno task start \(or assistant\.sh start\)\n$/,
+  );
+});
+
+Deno.test("the chat launcher, run with the proposed task's grants, starts chat with exactly the socket's", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["Launched."] }));
+  await using daemon = await startDaemon(llm.url);
+  const socket = daemon.paths.socketPath;
+  const env = (name: string) =>
+    name === "XDG_RUNTIME_DIR" ? daemon.paths.runtimeDir : undefined;
+  const command = chatCommand(["--no-think"], env);
+  assert.deepEqual(command.args, [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    ...clientFlags(socket),
+    MAIN,
+    "chat",
+    "--no-think",
+  ]);
+  // What `deno task chat` would run, until main.ts routes `chat-launch`.
+  const launcher = join(daemon.home, "launch.ts");
+  await Deno.writeTextFile(
+    launcher,
+    `import { launchChat } from ${
+      JSON.stringify(new URL("../../src/clients/chat.ts", import.meta.url).href)
+    };\nDeno.exit(await launchChat(Deno.args));\n`,
+  );
+  const result = await runClient(
+    [
+      "run",
+      "--quiet",
+      `--config=${new URL("../../deno.json", import.meta.url).pathname}`,
+      "--allow-env=XDG_RUNTIME_DIR",
+      "--allow-run=deno",
+      launcher,
+    ],
+    { ...clientEnv(daemon.paths.runtimeDir), DENO_DIR: denoDir() },
+    "Launch?\n",
+  );
+  assert.equal(result.stderr, "");
+  assert.equal(result.code, 0);
+  assert.match(result.stdout, /> Launch\?\nLaunched\.\n\n$/);
+});
+
+Deno.test("parseChatArgs takes --no-think and names anything else", () => {
+  assert.deepEqual(parseChatArgs([]), { think: true });
+  assert.deepEqual(parseChatArgs(["--no-think"]), { think: false });
+  assert.throws(() => parseChatArgs(["--loud"]), /Unknown argument --loud/);
+});

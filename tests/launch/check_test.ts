@@ -1,0 +1,244 @@
+/**
+ * `main.ts check` as `deno task check` runs it (the launcher, then the check
+ * under the daemon's own flags): config, tools, llama-server and history.
+ */
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { join } from "node:path";
+import { Store } from "../../src/store/store.ts";
+import {
+  Daemon,
+  daemonEnv,
+  exists,
+  inheritedEnv,
+} from "../support/daemon_harness.ts";
+import { FakeLlm } from "../support/fake_llm.ts";
+
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const FIXTURE_TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname;
+const LAUNCHER = [
+  "--quiet",
+  "--no-prompt",
+  "--allow-read",
+  "--allow-env=HOME,PATH,TMPDIR,XDG_CONFIG_HOME,XDG_DATA_HOME,XDG_RUNTIME_DIR,XDG_STATE_HOME",
+  "--allow-run=deno",
+];
+
+interface Home extends AsyncDisposable {
+  home: string;
+  env: Record<string, string>;
+  configFile: string;
+  dbPath: string;
+}
+
+async function makeHome(config: string): Promise<Home> {
+  const home = await Deno.makeTempDir({ prefix: "da-check-" });
+  const env = { ...inheritedEnv(), ...daemonEnv(home) };
+  await Deno.mkdir(`${home}/run`, { mode: 0o700 });
+  await Deno.mkdir(`${home}/config/desktop-assistant`, { recursive: true });
+  const configFile = `${home}/config/desktop-assistant/config.toml`;
+  await Deno.writeTextFile(configFile, config);
+  return {
+    home,
+    env,
+    configFile,
+    dbPath: `${home}/data/desktop-assistant/history.db`,
+    [Symbol.asyncDispose]: () => Deno.remove(home, { recursive: true }),
+  };
+}
+
+/** `deno task check`: the launcher derives the flags and runs `main.ts check` with them. */
+async function check(
+  home: Home,
+): Promise<{ code: number; lines: string[]; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...LAUNCHER, MAIN, "launch", "check"],
+    env: home.env,
+    clearEnv: true,
+    stdin: "null",
+    signal: AbortSignal.timeout(60_000),
+  }).output();
+  const text = new TextDecoder();
+  return {
+    code: out.code,
+    lines: text.decode(out.stdout).trimEnd().split("\n"),
+    stderr: text.decode(out.stderr),
+  };
+}
+
+/** A port on which nothing listens. */
+function closedPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+Deno.test("check against the fake llama-server: every line ok, exit 0, and no database is created", async () => {
+  await using llm = await FakeLlm.start();
+  await using home = await makeHome(
+    `llm_url = ${JSON.stringify(llm.url)}\ntools_dirs = []\n`,
+  );
+  const result = await check(home);
+  assert.equal(result.code, 0, result.lines.join("\n") + result.stderr);
+  assert.deepEqual(result.lines, [
+    `ok   config: ${home.configFile}`,
+    "ok   permissions: this process has every grant the config needs",
+    "ok   tools: none loaded from no dirs",
+    `ok   llama-server: ${llm.url} answers /health`,
+    "ok   model: /srv/models/tiny.gguf (single model), context 4096 tokens",
+    `ok   history: no database yet at ${home.dbPath}: the daemon creates it at its first start`,
+  ]);
+  assert.equal(await exists(home.dbPath), false);
+  assert.ok(llm.requests.some((r) => r.path === "/health"));
+});
+
+Deno.test("check with nothing listening at llm_url: a fail line naming the URL, exit 1", async () => {
+  const url = `http://127.0.0.1:${closedPort()}`;
+  await using home = await makeHome(
+    `llm_url = ${JSON.stringify(url)}\ntools_dirs = []\n`,
+  );
+  const result = await check(home);
+  assert.equal(result.code, 1);
+  const line = result.lines.find((l) => l.startsWith("fail llama-server:"));
+  assert.ok(line, result.lines.join("\n"));
+  assert.ok(line.includes(`unreachable at ${url} `), line);
+  assert.match(line, /start llama-server there, or set llm_url/);
+  // The other checks still ran.
+  assert.ok(result.lines.some((l) => l.startsWith("ok   history:")));
+});
+
+Deno.test("check against a router with no model loaded: fail, and no model is loaded by asking", async () => {
+  await using llm = await FakeLlm.start({
+    mode: "router",
+    models: [{ id: "big", status: "unloaded" }, {
+      id: "small",
+      status: "loading",
+    }],
+  });
+  await using home = await makeHome(
+    `llm_url = ${JSON.stringify(llm.url)}\ntools_dirs = []\n`,
+  );
+  const result = await check(home);
+  assert.equal(result.code, 1);
+  assert.ok(
+    result.lines.includes(
+      `fail model: no model loaded at ${llm.url}: load one in llama-server (the daemon never loads or swaps a model itself)`,
+    ),
+    result.lines.join("\n"),
+  );
+  assert.deepEqual(llm.autoloads, []);
+  assert.equal(llm.requests.some((r) => r.path.startsWith("/props")), false);
+});
+
+Deno.test("check lists skipped tools as warnings with their reasons and still passes", async () => {
+  await using llm = await FakeLlm.start();
+  const broken = join(FIXTURE_TOOLS, "broken");
+  await using home = await makeHome(
+    `llm_url = ${JSON.stringify(llm.url)}\ntools_dirs = ${
+      JSON.stringify([broken])
+    }\nsurprise = 1\n`,
+  );
+  const result = await check(home);
+  assert.equal(result.code, 0, result.lines.join("\n"));
+  assert.ok(result.lines.includes("ok   tools: 1 loaded (good)"));
+  assert.ok(
+    result.lines.includes(
+      `warn config: unknown key "surprise" in ${home.configFile}`,
+    ),
+  );
+  const warned = result.lines.filter((l) => l.startsWith("warn tool: "));
+  assert.equal(warned.length, 7, warned.join("\n"));
+  assert.ok(
+    warned.includes(
+      `warn tool: ${broken}/missing_command.toml is left out: executable no-such-command-desktop-assistant was not found on PATH`,
+    ),
+    warned.join("\n"),
+  );
+  assert.ok(
+    warned.some((l) =>
+      l.startsWith(`warn tool: ${broken}/broken.toml is left out: `) &&
+      l.includes("3:")
+    ),
+    warned.join("\n"),
+  );
+});
+
+Deno.test("check runs the database's integrity checks: a sound file passes, a damaged index fails", async () => {
+  await using llm = await FakeLlm.start();
+  await using home = await makeHome(
+    `llm_url = ${JSON.stringify(llm.url)}\ntools_dirs = []\n`,
+  );
+  {
+    using store = new Store(home.dbPath);
+    store.saveTurn(null, {
+      user: "Where is Bologna",
+      reply: "In Italy.",
+      tools: [],
+      messages: [],
+    });
+  }
+  const sound = await check(home);
+  assert.equal(sound.code, 0, sound.lines.join("\n"));
+  assert.ok(
+    sound.lines.includes(
+      `ok   history: ${home.dbPath} passes SQLite's and the full-text index's integrity checks`,
+    ),
+  );
+
+  // A 'delete' with the wrong text leaves the index out of step with the table.
+  const db = new DatabaseSync(home.dbPath);
+  db.exec(
+    "INSERT INTO turns_fts(turns_fts, rowid, user, reply) VALUES ('delete', 1, 'other words', 'entirely')",
+  );
+  db.close();
+  const damaged = await check(home);
+  assert.equal(damaged.code, 1);
+  const failed = damaged.lines.filter((l) => l.startsWith("fail history: "));
+  assert.ok(failed.length >= 2, damaged.lines.join("\n"));
+  assert.match(failed[0]!, /full-text index/);
+  assert.match(failed.at(-1)!, /restore .* from a backup, or move it aside/);
+});
+
+Deno.test("check with a broken config: one fail line naming the file and line, exit 1", async () => {
+  await using home = await makeHome(`llm_url = "http://127.0.0.1:8123"\n[\n`);
+  const result = await check(home);
+  assert.equal(result.code, 1);
+  assert.equal(result.lines.length, 1, result.lines.join("\n"));
+  assert.match(
+    result.lines[0]!,
+    new RegExp(`^fail config: ${home.configFile}:2:\\d+: `),
+  );
+});
+
+Deno.test("check beside a running daemon only reads the history, and the daemon saves meanwhile", async () => {
+  await using llm = await FakeLlm.start();
+  const home = await Deno.makeTempDir({ prefix: "da-check-live-" });
+  try {
+    await using daemon = await Daemon.start({ llmUrl: llm.url, home });
+    await using client = await daemon.connect();
+    await client.next("hello");
+    await client.send({ type: "ask", text: "Save me" });
+    await client.until((e) => e.type === "done");
+    const result = await check({
+      home,
+      env: { ...inheritedEnv(), ...daemonEnv(home) },
+      configFile: daemon.paths.configFile,
+      dbPath: daemon.paths.dbPath,
+      [Symbol.asyncDispose]: async () => {},
+    });
+    assert.ok(
+      result.lines.includes(
+        `ok   history: ${daemon.paths.dbPath} passes SQLite's integrity checks (the full-text index is checked only while the daemon is stopped)`,
+      ),
+      result.lines.join("\n"),
+    );
+    await client.send({ type: "ask", text: "And me" });
+    const events = await client.until((e) =>
+      e.type === "done" || e.type === "error"
+    );
+    assert.deepEqual(events.at(-1), { type: "done", id: 1, stopped: false });
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});

@@ -1,0 +1,239 @@
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import {
+  DEFAULT_SYSTEM_PROMPT,
+  defaultConfig,
+  loadConfig,
+  mergeTables,
+  parseConfig,
+} from "../../src/launch/config.ts";
+import { type Paths, resolvePaths } from "../../src/launch/paths.ts";
+import { envOf, XDG } from "../support/env_fixture.ts";
+import { AssistantError } from "../../src/errors.ts";
+
+const BUNDLED = fileURLToPath(new URL("../../tools", import.meta.url));
+
+const PATHS: Paths = resolvePaths(XDG);
+const FILE = "/srv/config/desktop-assistant/config.toml";
+
+Deno.test("defaultConfig holds the documented defaults", () => {
+  assert.deepEqual(defaultConfig(PATHS), {
+    llm_url: "http://127.0.0.1:8080",
+    model: "",
+    thinking: true,
+    system_prompt: DEFAULT_SYSTEM_PROMPT,
+    history_turns: 10,
+    max_tool_rounds: 8,
+    tool_timeout: 30,
+    tool_output_limit: 16384,
+    tool_group_kill: false,
+    stall_timeout: 180,
+    max_clients: 32,
+    tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
+    request: {},
+  });
+  assert.ok(!/spoken/i.test(DEFAULT_SYSTEM_PROMPT));
+  assert.match(DEFAULT_SYSTEM_PROMPT, /Markdown/);
+});
+
+Deno.test("parseConfig merges the file over the defaults", () => {
+  const { config, warnings, file } = parseConfig(
+    [
+      'llm_url = "http://10.0.0.5:9000/"',
+      "thinking = false",
+      "history_turns = 0",
+      'tools_dirs = ["mine"]',
+      "[request]",
+      "temperature = 0.2",
+      "[request.chat_template_kwargs]",
+      'reasoning_effort = "low"',
+    ].join("\n"),
+    FILE,
+    PATHS,
+  );
+  assert.equal(file, FILE);
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(config, {
+    ...defaultConfig(PATHS),
+    llm_url: "http://10.0.0.5:9000",
+    thinking: false,
+    history_turns: 0,
+    tools_dirs: ["/srv/config/desktop-assistant/mine"],
+    request: {
+      temperature: 0.2,
+      chat_template_kwargs: { reasoning_effort: "low" },
+    },
+  });
+  assert.equal(
+    JSON.stringify(config.request),
+    '{"temperature":0.2,"chat_template_kwargs":{"reasoning_effort":"low"}}',
+  );
+});
+
+Deno.test("mergeTables merges tables key by key and replaces the rest", () => {
+  const merged = mergeTables(
+    { a: { x: 1, y: [1, 2] }, b: "keep", c: [1] },
+    JSON.parse(
+      '{"a": {"y": [3], "z": {"k": true}}, "c": [], "__proto__": {"polluted": 1}}',
+    ),
+  );
+  assert.deepEqual(merged.a, { x: 1, y: [3], z: { k: true } });
+  assert.equal(merged.b, "keep");
+  assert.deepEqual(merged.c, []);
+  assert.equal(Object.getPrototypeOf(merged), Object.prototype);
+  assert.deepEqual(Object.keys(merged), ["a", "b", "c", "__proto__"]);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});
+
+Deno.test("unknown keys and daemon-owned request fields are warnings", () => {
+  const { config, warnings } = parseConfig(
+    "foo = 1\nmax_clients = 4\n[bar]\nx = 1\n[request]\nstream = false\ntop_p = 0.9\n",
+    FILE,
+    PATHS,
+  );
+  assert.deepEqual(warnings, [
+    `unknown key "foo" in ${FILE}`,
+    `unknown key "bar" in ${FILE}`,
+    `key "request.stream" in ${FILE} is ignored: the daemon sets it`,
+  ]);
+  assert.equal(config.max_clients, 4);
+  assert.equal("foo" in config, false);
+});
+
+Deno.test("a wrong type names the file, line, key and value", () => {
+  assert.throws(
+    () => parseConfig('model = "m"\n\nhistory_turns = "ten"\n', FILE, PATHS),
+    {
+      name: "TypeError",
+      message:
+        `${FILE}:3: key "history_turns" must be a non-negative integer, got string "ten"`,
+    },
+  );
+});
+
+Deno.test("every wrong type or out-of-range value is a TypeError naming file and key", () => {
+  const cases: [string, string][] = [
+    ["llm_url = 8080", "llm_url"],
+    ['llm_url = "localhost:8080"', "llm_url"],
+    ['llm_url = "ftp://127.0.0.1:8080"', "llm_url"],
+    ['llm_url = "http://127.0.0.1:8080/v1"', "llm_url"],
+    ['llm_url = "http://127.0.0.1:8080/?x=1"', "llm_url"],
+    ['llm_url = "http://user:pw@127.0.0.1:8080"', "llm_url"],
+    ["model = 3", "model"],
+    ['thinking = "yes"', "thinking"],
+    ["system_prompt = ['a']", "system_prompt"],
+    ["history_turns = -1", "history_turns"],
+    ["history_turns = 2.5", "history_turns"],
+    ["max_tool_rounds = -1", "max_tool_rounds"],
+    ["max_tool_rounds = 1.5", "max_tool_rounds"],
+    ["tool_timeout = 0", "tool_timeout"],
+    ['tool_timeout = "30"', "tool_timeout"],
+    ["tool_timeout = inf", "tool_timeout"],
+    ["tool_output_limit = 255", "tool_output_limit"],
+    ["tool_group_kill = 1", "tool_group_kill"],
+    ["stall_timeout = -5", "stall_timeout"],
+    ["stall_timeout = nan", "stall_timeout"],
+    ["max_clients = 0", "max_clients"],
+    ['tools_dirs = "tools"', "tools_dirs"],
+    ["tools_dirs = [1]", "tools_dirs"],
+    ['tools_dirs = [""]', "tools_dirs"],
+    ["request = 5", "request"],
+  ];
+  for (const [text, key] of cases) {
+    assert.throws(
+      () => parseConfig(`# config\n${text}\n`, FILE, PATHS),
+      (error) =>
+        error instanceof TypeError &&
+        error.message.startsWith(`${FILE}:2: key "${key}" must be `) &&
+        error.message.includes(", got "),
+      text,
+    );
+  }
+});
+
+Deno.test("llm_url keeps scheme, host and port only", () => {
+  const url = (text: string) =>
+    parseConfig(`llm_url = "${text}"`, FILE, PATHS).config.llm_url;
+  assert.equal(url("http://LOCALHOST:8080/"), "http://localhost:8080");
+  assert.equal(url("https://llm.example"), "https://llm.example");
+  assert.equal(url("http://[::1]:8080"), "http://[::1]:8080");
+});
+
+Deno.test("tools_dirs resolve against the config dir and expand ~/", () => {
+  const { config } = parseConfig(
+    'tools_dirs = ["~/my tools/", "../shared", "/opt/tools//x/", "~"]',
+    FILE,
+    PATHS,
+    envOf({ HOME: "/home/ada" }),
+  );
+  assert.deepEqual(config.tools_dirs, [
+    "/home/ada/my tools",
+    "/srv/config/shared",
+    "/opt/tools/x",
+    "/home/ada",
+  ]);
+  assert.throws(
+    () => parseConfig('tools_dirs = ["~/t"]', FILE, PATHS, envOf({})),
+    (error) =>
+      error instanceof TypeError && error.message.includes('"tools_dirs"') &&
+      error.message.includes("HOME"),
+  );
+});
+
+Deno.test("a syntax error names file, line and column", () => {
+  assert.throws(
+    () => parseConfig('model = "m"\nhistory_turns = = 3\n', FILE, PATHS),
+    (error) =>
+      error instanceof SyntaxError &&
+      new RegExp(`^${FILE}:2:\\d+: \\S`).test(error.message) &&
+      !error.message.includes("\n"),
+  );
+});
+
+Deno.test("loadConfig reads the real file, and a missing one means defaults", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const paths = resolvePaths(envOf({
+      XDG_RUNTIME_DIR: root,
+      XDG_DATA_HOME: `${root}/data`,
+      XDG_CONFIG_HOME: `${root}/config`,
+      XDG_STATE_HOME: `${root}/state`,
+    }));
+    assert.deepEqual(await loadConfig(paths), {
+      config: defaultConfig(paths),
+      warnings: [],
+      file: null,
+    });
+
+    await Deno.mkdir(paths.configDir, { recursive: true });
+    await Deno.writeTextFile(
+      paths.configFile,
+      "max_tool_rounds = 2\nnope = 1\n",
+    );
+    const loaded = await loadConfig(paths);
+    assert.equal(loaded.file, paths.configFile);
+    assert.equal(loaded.config.max_tool_rounds, 2);
+    assert.deepEqual(loaded.warnings, [
+      `unknown key "nope" in ${paths.configFile}`,
+    ]);
+
+    await Deno.writeFile(paths.configFile, new Uint8Array([0x6d, 0x3d, 0xff]));
+    await assert.rejects(
+      loadConfig(paths),
+      (error) =>
+        error instanceof SyntaxError &&
+        error.message.startsWith(`${paths.configFile}: not valid UTF-8`),
+    );
+
+    await Deno.remove(paths.configFile);
+    await Deno.mkdir(paths.configFile);
+    await assert.rejects(
+      loadConfig(paths),
+      (error) =>
+        error instanceof AssistantError &&
+        error.message.includes(paths.configFile),
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

@@ -1,0 +1,207 @@
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Store, type StoredTurn } from "../../src/store/store.ts";
+import { SearchWorker } from "../../src/store/search_worker.ts";
+
+function turn(user: string, reply: string): StoredTurn {
+  return {
+    user,
+    reply,
+    tools: [],
+    messages: [{ role: "user", content: user }, {
+      role: "assistant",
+      content: reply,
+    }],
+  };
+}
+
+function tempHistory(): { dir: string; path: string } & Disposable {
+  const dir = Deno.makeTempDirSync();
+  return {
+    dir,
+    path: join(dir, "history.db"),
+    [Symbol.dispose]: () => Deno.removeSync(dir, { recursive: true }),
+  };
+}
+
+Deno.test("search worker: answers like the store, reading beside the writer", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  await using worker = new SearchWorker(tmp.path);
+
+  const rome = store.saveTurn(null, turn("La città di Roma", "Bella."));
+  assert.deepEqual(
+    await worker.search("citta", 50),
+    store.search("citta", 50),
+  );
+  assert.deepEqual((await worker.search("citta", 50)).map((h) => h.id), [
+    rome,
+  ]);
+
+  // Each commit of the writer is visible to the next search.
+  const ids: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    ids.push(store.saveTurn(null, turn(`walrus number w${i}x`, "Blubber.")));
+    const hits = await worker.search(`w${i}x`, 5);
+    assert.deepEqual(hits.map((h) => h.id), [ids[i]]);
+  }
+  const all = await worker.search("walrus", 50);
+  assert.deepEqual(all, store.search("walrus", 50));
+  assert.equal(all.length, 20);
+  assert.match(all[0]?.snippet ?? "", /\*\*walrus\*\*/);
+});
+
+Deno.test("search worker: reads while a write transaction is open, without seeing it", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  store.saveTurn(null, turn("committed narwhal", "Yes."));
+  await using worker = new SearchWorker(tmp.path);
+
+  const writer = new DatabaseSync(tmp.path);
+  try {
+    writer.exec("BEGIN IMMEDIATE");
+    writer.exec(
+      "INSERT INTO conversations(title, created, updated) VALUES ('x', 0, 0)",
+    );
+    writer.exec(
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages)
+       VALUES (last_insert_rowid(), 1, 'pending narwhal', '', '[]', '[]')`,
+    );
+    const during = await worker.search("narwhal", 50);
+    assert.equal(during.length, 1);
+    assert.match(during[0]?.snippet ?? "", /committed/);
+    writer.exec("COMMIT");
+  } finally {
+    writer.close();
+  }
+  assert.equal((await worker.search("narwhal", 50)).length, 2);
+});
+
+Deno.test("search worker: a deleted conversation is not found, while or after its rows go", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  const kept = store.saveTurn(null, turn("the kept capybara", "Calm."));
+  const gone = store.saveTurn(null, turn("capybara 0", "Rodent 0."));
+  for (let i = 1; i < 100; i++) {
+    store.saveTurn(gone, turn(`capybara ${i}`, `Rodent ${i}.`));
+  }
+  await using worker = new SearchWorker(tmp.path);
+  assert.equal((await worker.search("capybara", 50)).length, 2);
+  assert.equal(store.delete(gone), true);
+  // Searched while upkeep removes the rows in steps, and once it is done.
+  for (let round = 0; round < 20; round++) {
+    assert.deepEqual(
+      (await worker.search("capybara", 50)).map((h) => h.id),
+      [kept],
+    );
+    assert.deepEqual(await worker.search("rodent", 50), []);
+    assert.deepEqual(await worker.search("capybara 42", 50), []);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  while (store.maintain());
+  assert.deepEqual((await worker.search("capybara", 50)).map((h) => h.id), [
+    kept,
+  ]);
+});
+
+Deno.test("search worker: concurrent searches each get their own answer", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  const ids = ["alpha", "bravo", "charlie", "delta"].map((w) =>
+    store.saveTurn(null, turn(`${w} question`, `${w} answer`))
+  );
+  await using worker = new SearchWorker(tmp.path);
+  const answers = await Promise.all(
+    ["alpha", "bravo", "charlie", "delta", "question", '"'].map((q) =>
+      worker.search(q, 50)
+    ),
+  );
+  assert.deepEqual(answers.slice(0, 4).map((a) => a.map((h) => h.id)), [
+    [ids[0]],
+    [ids[1]],
+    [ids[2]],
+    [ids[3]],
+  ]);
+  assert.equal(answers[4]?.length, 4);
+  assert.deepEqual(answers[5], []);
+});
+
+Deno.test("search worker: the rank cap applies in the worker too", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  const ids: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    ids.push(store.saveTurn(null, turn(`mango ${i}`, "fruit")));
+  }
+  await using capped = new SearchWorker(tmp.path, { rankCap: 3 });
+  const hits = (await capped.search("mango", 2)).map((h) => h.id);
+  assert.equal(hits.length, 2);
+  assert.ok(hits.every((id) => ids.slice(-3).includes(id)));
+  assert.deepEqual(await capped.search("mango", 50), store.search("mango", 50));
+});
+
+Deno.test("search worker: a failed search rejects with the error, and close ends it", async () => {
+  using tmp = tempHistory();
+  const worker = new SearchWorker(join(tmp.dir, "missing", "history.db"));
+  await assert.rejects(worker.search("anything", 5), /unable to open/);
+  await worker.close();
+  await worker.close();
+  await assert.rejects(worker.search("anything", 5), /closed/);
+
+  // A SQLite file without the history schema: the statements cannot prepare.
+  const other = join(tmp.dir, "other.db");
+  const raw = new DatabaseSync(other);
+  raw.exec("CREATE TABLE unrelated(x)");
+  raw.close();
+  await using broken = new SearchWorker(other);
+  await assert.rejects(broken.search("anything", 5), /no such table/);
+});
+
+Deno.test("search worker: needs no permission beyond read of the database directory", async () => {
+  using tmp = tempHistory();
+  {
+    using store = new Store(tmp.path);
+    store.saveTurn(null, turn("permission probe", "granted"));
+  }
+  // The store closed, as the daemon keeps it open: reopen it for -wal/-shm.
+  using store = new Store(tmp.path);
+  const scriptDir = Deno.makeTempDirSync();
+  try {
+    const script = join(scriptDir, "probe.ts");
+    const workerModule = new URL(
+      "../../src/store/search_worker.ts",
+      import.meta.url,
+    );
+    Deno.writeTextFileSync(
+      script,
+      `import { SearchWorker } from ${JSON.stringify(workerModule.href)};
+await using worker = new SearchWorker(Deno.args[0]);
+const hits = await worker.search("probe", 5);
+await Deno.stdout.write(new TextEncoder().encode(JSON.stringify(hits)));
+`,
+    );
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--no-config",
+        "--no-lock",
+        `--allow-read=${tmp.dir}`,
+        pathToFileURL(script).href,
+        tmp.path,
+      ],
+      cwd: scriptDir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 0, stderr);
+    const hits = JSON.parse(new TextDecoder().decode(output.stdout));
+    assert.deepEqual(hits, store.search("probe", 5));
+    assert.equal(hits.length, 1);
+  } finally {
+    Deno.removeSync(scriptDir, { recursive: true });
+  }
+});
