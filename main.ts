@@ -5,6 +5,7 @@
  * code here, and the process ends at the one exit point at the bottom.
  */
 import { describeError, log } from "./src/log.ts";
+import { writeAll } from "./src/write_all.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
@@ -38,25 +39,14 @@ async function main(args: string[]): Promise<number> {
     case "help":
     case "--help":
     case "-h":
-      await write(Deno.stdout, USAGE + "\n");
+      await writeAll(Deno.stdout, USAGE + "\n");
       return 0;
     default:
-      await write(
+      await writeAll(
         Deno.stderr,
         `Unknown command ${JSON.stringify(command)}.\n${USAGE}\n`,
       );
       return 64;
-  }
-}
-
-async function write(
-  to: { write(p: Uint8Array): Promise<number> },
-  text: string,
-) {
-  const bytes = new TextEncoder().encode(text);
-  let offset = 0;
-  while (offset < bytes.length) {
-    offset += await to.write(bytes.subarray(offset));
   }
 }
 

@@ -7,11 +7,7 @@ import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import type { Event } from "../protocol.ts";
-
-/** Something bytes can be written to, like Deno.stdout. */
-export interface Writer {
-  write(bytes: Uint8Array): Promise<number>;
-}
+import { writeAll, type Writer } from "../write_all.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
 export interface AskOptions {
@@ -38,7 +34,6 @@ export const ASK_EXIT = Object.freeze({
 const USAGE = 'usage: main.ts ask [--think] [--json] ["question"]';
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
-const encoder = new TextEncoder();
 const INTERRUPTED: unique symbol = Symbol("interrupted");
 
 /** The parsed arguments of `ask`. */
@@ -61,14 +56,6 @@ export function parseAskArgs(args: string[]): AskArgs {
     } else parsed.words.push(arg);
   }
   return parsed;
-}
-
-async function writeAll(to: Writer, text: string): Promise<void> {
-  const bytes = encoder.encode(text);
-  let offset = 0;
-  while (offset < bytes.length) {
-    offset += await to.write(bytes.subarray(offset));
-  }
 }
 
 /** Counts interrupts (SIGINT, or one abort of an injected signal). */

@@ -6,6 +6,7 @@ import { type Env, socketPath } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import { type LineChunk, LineStream } from "../server/line_stream.ts";
 import type { Command, Event } from "../protocol.ts";
+import { writeAll } from "../write_all.ts";
 
 /** The `hello` event a client gets first. */
 export type HelloEvent = Extract<Event, { type: "hello" }>;
@@ -277,10 +278,7 @@ export class DaemonClient implements AsyncDisposable {
       throw new AssistantError("The connection to the daemon is closed");
     }
     try {
-      let offset = 0;
-      while (offset < bytes.length) {
-        offset += await this.#conn.write(bytes.subarray(offset));
-      }
+      await writeAll(this.#conn, bytes);
     } catch (error) {
       throw new AssistantError(
         `The daemon on ${this.path} went away; ${START_HINT}`,

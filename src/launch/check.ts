@@ -9,6 +9,7 @@ import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { DatabaseSync } from "node:sqlite";
 import { LlmClient } from "../llm/client.ts";
 import { setQuiet } from "../log.ts";
+import { writeAll } from "../write_all.ts";
 import { missingGrants } from "./permissions.ts";
 import { integrityProblems } from "../store/schema.ts";
 import { groupKillHelper } from "../tools/runner.ts";
@@ -277,20 +278,14 @@ async function* historyLines(paths: Paths): AsyncGenerator<CheckLine> {
   };
 }
 
-async function print(line: string): Promise<void> {
-  const bytes = new TextEncoder().encode(line + "\n");
-  let offset = 0;
-  while (offset < bytes.length) {
-    offset += await Deno.stdout.write(bytes.subarray(offset));
-  }
+function print(line: string): Promise<void> {
+  return writeAll(Deno.stdout, line + "\n");
 }
 
 /** `main.ts check`: prints one line per check; 0 when none failed, 1 otherwise. */
 export async function runCheck(args: string[]): Promise<number> {
   if (args.length > 0) {
-    await Deno.stderr.write(
-      new TextEncoder().encode("usage: main.ts check (it takes no options)\n"),
-    );
+    await writeAll(Deno.stderr, "usage: main.ts check (it takes no options)\n");
     return 64;
   }
   setQuiet(true);

@@ -11,6 +11,7 @@ import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { formatLine } from "./check.ts";
 import { AssistantError } from "../errors.ts";
 import { log, setQuiet } from "../log.ts";
+import { writeAll } from "../write_all.ts";
 import { deriveFlags } from "./permissions.ts";
 import { runnerExecutables } from "../tools/runner.ts";
 import { loadTools, processPath, type SkippedTool } from "../tools/load.ts";
@@ -104,22 +105,11 @@ export function shellQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
-async function write(
-  to: { write(p: Uint8Array): Promise<number> },
-  text: string,
-): Promise<void> {
-  const bytes = new TextEncoder().encode(text);
-  let offset = 0;
-  while (offset < bytes.length) {
-    offset += await to.write(bytes.subarray(offset));
-  }
-}
-
 /** `main.ts flags [--shell]`: the daemon's flags, one per line, or one shell-quoted line. */
 export async function printFlags(args: string[]): Promise<number> {
   const unknown = args.filter((arg) => arg !== "--shell");
   if (unknown.length > 0) {
-    await write(
+    await writeAll(
       Deno.stderr,
       `Unknown option ${
         JSON.stringify(unknown[0])
@@ -132,7 +122,7 @@ export async function printFlags(args: string[]): Promise<number> {
   const text = args.includes("--shell")
     ? flags.map(shellQuote).join(" ") + "\n"
     : flags.map((flag) => flag + "\n").join("");
-  await write(Deno.stdout, text);
+  await writeAll(Deno.stdout, text);
   return 0;
 }
 
@@ -232,7 +222,7 @@ function parseOutput(args: string[]): string | null {
 async function compile(args: string[]): Promise<number> {
   const output = parseOutput(args);
   if (output === null) {
-    await write(
+    await writeAll(
       Deno.stderr,
       "usage: main.ts launch compile [--output PATH]\n",
     );
@@ -270,7 +260,7 @@ export async function launch(args: string[]): Promise<number> {
           ? "config"
           : "launch";
         const message = error instanceof Error ? error.message : String(error);
-        await write(
+        await writeAll(
           Deno.stdout,
           formatLine({ status: "fail", subject, message }) + "\n",
         );
@@ -289,7 +279,7 @@ export async function launch(args: string[]): Promise<number> {
     case "compile":
       return await compile(rest);
     default:
-      await write(
+      await writeAll(
         Deno.stderr,
         `Unknown launch command ${
           JSON.stringify(command)

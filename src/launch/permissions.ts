@@ -3,9 +3,9 @@
  * check of those flags against what the running process was granted.
  */
 
-import { isAbsolute, normalize } from "node:path";
+import { isAbsolute } from "node:path";
 import type { Config } from "./config.ts";
-import { ENV_VARS, type Paths } from "./paths.ts";
+import { clean, ENV_VARS, type Paths } from "./paths.ts";
 import { AssistantError } from "../errors.ts";
 
 /** What the flags are derived from. */
@@ -21,13 +21,6 @@ type Kind = "read" | "write" | "net" | "run" | "env";
 interface Grant {
   kind: Kind;
   values: string[];
-}
-
-function stripSlash(path: string): string {
-  const normal = normalize(path);
-  return normal.length > 1 && normal.endsWith("/")
-    ? normal.slice(0, -1)
-    : normal;
 }
 
 /** The `host:port` Deno's --allow-net wants for a URL, default port explicit. */
@@ -56,7 +49,7 @@ function checkedPath(path: string, what: string): string {
       `The ${what} ${path} contains a comma, which a Deno permission list cannot express: move or rename it`,
     );
   }
-  return stripSlash(path);
+  return clean(path);
 }
 
 function grants(input: FlagInput): Grant[] {

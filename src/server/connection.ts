@@ -3,6 +3,7 @@
  * loop (with the stall and backlog limits), and its input as a byte stream.
  */
 import { describeError, log } from "../log.ts";
+import { writeAll, type Writer } from "../write_all.ts";
 
 // Many small events (tokens) go out as one write of at most this size.
 const WRITE_BATCH_BYTES = 64 * 1024;
@@ -27,6 +28,17 @@ export class Client {
   ending = false;
   #wake: PromiseWithResolvers<void> | null = null;
   #writingSince: number | null = null;
+  /** The socket, with the stall clock running only while a write waits on it: the server's watchdog reads it, so a write costs no timer of its own. */
+  readonly #clocked: Writer = {
+    write: async (bytes) => {
+      this.#writingSince = performance.now();
+      try {
+        return await this.conn.write(bytes);
+      } finally {
+        this.#writingSince = null;
+      }
+    },
+  };
   #release: (() => void) | null = null;
 
   constructor(
@@ -161,17 +173,7 @@ export class Client {
   }
 
   async #writeAll(bytes: Uint8Array): Promise<void> {
-    let offset = 0;
-    while (offset < bytes.length) {
-      // The stall clock runs only while a write is waiting on the socket; the
-      // server's watchdog reads it, so a write costs no timer of its own.
-      this.#writingSince = performance.now();
-      try {
-        offset += await this.conn.write(bytes.subarray(offset));
-      } finally {
-        this.#writingSince = null;
-      }
-    }
+    await writeAll(this.#clocked, bytes);
   }
 }
 
