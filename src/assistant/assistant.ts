@@ -3,11 +3,9 @@
  * and the reply loop. It emits events; the server decides who receives them.
  */
 import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
-import type { Config } from "../launch/config.ts";
 import { AssistantError } from "../errors.ts";
-import { chatBody, type ModelChoice } from "../llm/client.ts";
 import { describeSafely, log } from "../log.ts";
-import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
+import { type ModelSource, runReply, type TurnConfig } from "./reply.ts";
 import {
   type Command,
   DEFAULT_LIST_LIMIT,
@@ -16,37 +14,17 @@ import {
   type State,
   type TurnView,
 } from "../protocol.ts";
-import type { Delta } from "../llm/sse_stream.ts";
 import type { SearchHit, Store, StoredTurn } from "../store/store.ts";
-import { placeholder, runTool, type ToolOutcome } from "../tools/runner.ts";
+import { runTool, type ToolOutcome } from "../tools/runner.ts";
+
 import { type ToolDef, toolSchemas } from "../tools/load.ts";
 
-/** The model side of a turn; `LlmClient` in production, anything alike in tests. */
-export interface ModelSource {
-  chooseModel(signal: AbortSignal): Promise<ModelChoice>;
-  chat(
-    model: ModelChoice,
-    body: Record<string, unknown>,
-    signal: AbortSignal,
-  ): Promise<ReadableStream<Delta>>;
-}
+export type { ModelSource, TurnConfig } from "./reply.ts";
 
 /** Where `search` runs: the store itself, or a worker with its own connection. */
 export interface Searcher {
   search(q: string, limit: number): Promise<SearchHit[]> | SearchHit[];
 }
-
-/** The config keys a turn reads. */
-export type TurnConfig = Pick<
-  Config,
-  | "thinking"
-  | "system_prompt"
-  | "history_turns"
-  | "max_tool_rounds"
-  | "tool_timeout"
-  | "tool_output_limit"
-  | "request"
->;
 
 /** Everything the assistant needs, injected. */
 export interface AssistantOptions {
@@ -252,102 +230,42 @@ export class Assistant implements Disposable {
 
   async #run(reply: Reply): Promise<void> {
     const started = performance.now();
-    const { config, llm } = this.#options;
     const signal = AbortSignal.any([
       reply.controller.signal,
       this.#shutdown.signal,
     ]);
-    const now = this.#options.now?.() ?? new Date();
     try {
-      const model = await llm.chooseModel(signal);
-      if (this.#stale(reply)) return;
-      this.#model = model.id;
-      // Another model's size would be wrong: unknown is null.
-      this.#ctxMax = model.nCtx;
-
-      const question: ChatMessage = {
-        role: "user",
-        content: stampQuestion(reply.pending.user, now),
-      };
-      // Turns saved before tool calls were made replayable may hold
-      // arguments llama-server cannot parse.
-      const history = reply.conversation.messages.slice(
-        Math.max(0, reply.conversation.messages.length - config.history_turns),
-      ).flat().map((message) =>
-        message.role === "assistant" && message.tool_calls
-          ? { ...message, tool_calls: message.tool_calls.map(replayable) }
-          : message
-      );
-      const request: ChatMessage[] = [
-        {
-          role: "system",
-          content: systemPrompt(config.system_prompt, model.id, now),
+      const result = await runReply({
+        llm: this.#options.llm,
+        config: this.#options.config,
+        schemas: this.#schemas,
+        runTool: (call) => this.#runTool(call),
+        signal,
+        now: this.#options.now?.() ?? new Date(),
+        history: reply.conversation.messages,
+        pending: reply.pending,
+        stale: () => this.#stale(reply),
+        emit: (event) => this.#emit(event),
+        setState: (state, tool) => this.#setState(state, tool ?? null),
+        onModel: (model) => {
+          this.#model = model.id;
+          // Another model's size would be wrong: unknown is null.
+          this.#ctxMax = model.nCtx;
         },
-        ...history,
-        question,
-      ];
-      const stored: ChatMessage[] = [question];
-      const tools: string[] = [];
-
-      for (let round = 0;; round++) {
-        const last = round >= config.max_tool_rounds;
-        const body = chatBody({
-          model: model.id,
-          messages: request,
-          tools: this.#schemas,
-          thinking: config.thinking,
-          extra: config.request,
-          ...(last && this.#schemas.length > 0 ? { toolChoiceNone: true } : {}),
-        });
-        const { content, calls } = await this.#stream(
-          reply,
-          model,
-          body,
-          signal,
-        );
-        if (this.#stale(reply)) return;
-        if (calls.length === 0 || last) {
-          stored.push({ role: "assistant", content });
-          break;
-        }
-        const assistant: ChatMessage = {
-          role: "assistant",
-          content: content === "" ? null : content,
-          tool_calls: calls.map(replayable),
-        };
-        request.push(assistant);
-        stored.push(assistant);
-        for (const call of calls) {
-          const name = call.function.name;
-          this.#setState("tool", name);
-          this.#emit({ type: "tool", name, done: false });
-          reply.pending.tools.push(name);
-          tools.push(name);
-          const outcome = await this.#runTool(call);
-          if (this.#stale(reply)) return;
-          this.#emit({ type: "tool", name, done: true });
-          request.push({
-            role: "tool",
-            tool_call_id: call.id,
-            content: outcome.content,
-          });
-          stored.push({
-            role: "tool",
-            tool_call_id: call.id,
-            content: placeholder(name, outcome),
-          });
-        }
-        this.#setState("thinking");
-      }
-
+        onUsage: (used) => {
+          this.#ctxUsed = used;
+        },
+      });
+      if (result === null || this.#stale(reply)) return;
+      const { messages, tools } = result;
       const conversation = reply.conversation;
       const id = this.#save(conversation, {
         user: reply.pending.user,
         reply: reply.pending.reply,
         tools,
-        messages: stored,
+        messages,
       });
-      this.#remember(conversation, id, reply.pending, tools, stored);
+      this.#remember(conversation, id, reply.pending, tools, messages);
       this.#reply = null;
       log.info("reply done", {
         conv: id,
@@ -379,56 +297,6 @@ export class Assistant implements Disposable {
       this.#emit({ type: "error", message, turn: true });
       this.#setState("idle");
     }
-  }
-
-  async #stream(
-    reply: Reply,
-    model: ModelChoice,
-    body: Record<string, unknown>,
-    signal: AbortSignal,
-  ): Promise<{ content: string; calls: ToolCall[] }> {
-    const stream = await this.#options.llm.chat(model, body, signal);
-    let content = "";
-    const pieces = new Map<number, ToolCall>();
-    for await (const delta of stream) {
-      if (this.#stale(reply)) break;
-      switch (delta.kind) {
-        case "think":
-          reply.pending.think += delta.text;
-          this.#emit({ type: "think", delta: delta.text });
-          break;
-        case "content":
-          content += delta.text;
-          reply.pending.reply += delta.text;
-          this.#emit({ type: "token", delta: delta.text });
-          break;
-        case "tool_call": {
-          const call = pieces.get(delta.index) ??
-            {
-              id: "",
-              type: "function" as const,
-              function: { name: "", arguments: "" },
-            };
-          if (delta.id) call.id = delta.id;
-          if (delta.name) call.function.name += delta.name;
-          call.function.arguments += delta.arguments;
-          pieces.set(delta.index, call);
-          break;
-        }
-        case "usage":
-          this.#ctxUsed = delta.used;
-          break;
-        case "finish":
-          break;
-      }
-    }
-    const calls = [...pieces.entries()].sort(([a], [b]) => a - b).map((
-      [index, call],
-    ) => ({
-      ...call,
-      id: call.id === "" ? `call_${index}` : call.id,
-    }));
-    return { content, calls };
   }
 
   #save(conversation: Conversation, turn: StoredTurn): number {

@@ -14,7 +14,8 @@ import { log, setQuiet } from "../log.ts";
 import { writeAll } from "../write_all.ts";
 import { deriveFlags } from "./permissions.ts";
 import { runnerExecutables } from "../tools/runner.ts";
-import { loadTools, processPath, type SkippedTool } from "../tools/load.ts";
+import { loadTools, type SkippedTool } from "../tools/load.ts";
+import { processPath } from "../tools/executable.ts";
 
 /** The command line's entry point: what the launched process runs. */
 export const MAIN_MODULE: string = fileURLToPath(

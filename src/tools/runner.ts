@@ -23,8 +23,8 @@ import {
   canRunExecutable,
   processPath,
   resolveExecutable,
-  type ToolDef,
-} from "./load.ts";
+} from "./executable.ts";
+import type { ToolDef } from "./load.ts";
 
 /** What one call produced, as the model and the history see it. */
 export interface ToolOutcome {

@@ -18,23 +18,16 @@ import {
   type Step,
 } from "./fake_llm_scripts.ts";
 
+import {
+  type FakeModel,
+  modelList,
+  propsAnswer,
+  resolveModel,
+  SINGLE_ID,
+} from "./fake_llm_models.ts";
+
 export * from "./fake_llm_scripts.ts";
-
-/** A router model's state, as `/v1/models` reports it. */
-export type ModelStatus = "loaded" | "loading" | "unloaded" | "sleeping";
-
-/** One model the fake serves. */
-export interface FakeModel {
-  id: string;
-  /** Router mode only; default "loaded". */
-  status?: ModelStatus;
-  /** Other names the router lists for it (router mode). */
-  aliases?: string[];
-  /** A failed load: `status.failed: true` (router mode). */
-  failed?: boolean;
-  /** Context size reported by `meta.n_ctx` and `/props`; default 4096; null reports none (router mode). */
-  nCtx?: number | null;
-}
+export type { FakeModel, ModelStatus } from "./fake_llm_models.ts";
 
 /** One request as the fake saw it. */
 export interface RecordedRequest {
@@ -145,8 +138,6 @@ async function* run(
     }
   }
 }
-
-const SINGLE_ID = "/srv/models/tiny.gguf";
 
 /** The fake llama-server; `await using llm = await FakeLlm.start()`. */
 export class FakeLlm implements AsyncDisposable {
@@ -302,7 +293,7 @@ export class FakeLlm implements AsyncDisposable {
         return this.#json({ status: "ok" });
       case "/models":
       case "/v1/models":
-        return this.#json(this.#modelList());
+        return this.#json(modelList(this.mode, this.#models));
       case "/props":
         return this.#props(url);
       default:
@@ -310,123 +301,9 @@ export class FakeLlm implements AsyncDisposable {
     }
   }
 
-  #modelList(): unknown {
-    const created = Math.floor(Date.now() / 1000);
-    const meta = (model: FakeModel) => ({
-      vocab_type: true,
-      n_vocab: 50272,
-      n_ctx: model.nCtx ?? 4096,
-      n_ctx_train: model.nCtx ?? 4096,
-      n_embd: 64,
-      n_params: 6517056,
-      size: 26068224,
-      ftype: "all F32",
-    });
-    if (this.mode === "single") {
-      const model = this.#models[0] ?? { id: SINGLE_ID };
-      return {
-        models: [{
-          name: model.id,
-          model: model.id,
-          type: "model",
-          capabilities: ["completion"],
-        }],
-        object: "list",
-        data: [{
-          id: model.id,
-          aliases: [model.id],
-          tags: [],
-          object: "model",
-          created,
-          owned_by: "llamacpp",
-          meta: meta(model),
-        }],
-      };
-    }
-    return {
-      data: this.#models.map((model) => {
-        const status = model.status ?? "loaded";
-        const awake = status === "loaded" || status === "sleeping";
-        return {
-          id: model.id,
-          aliases: model.aliases ?? [],
-          tags: [],
-          object: "model",
-          owned_by: "llamacpp",
-          created,
-          status: {
-            value: status,
-            args: ["llama-server", "--alias", model.id],
-            ...(model.failed ? { exit_code: 1, failed: true } : {}),
-          },
-          source: "models_dir",
-          can_remove: false,
-          ...(awake && model.nCtx !== null ? { meta: meta(model) } : {}),
-        };
-      }),
-      object: "list",
-    };
-  }
-
-  #modelProps(model: FakeModel): unknown {
-    return {
-      default_generation_settings: {
-        params: {},
-        ...(model.nCtx === null ? {} : { n_ctx: model.nCtx ?? 4096 }),
-      },
-      total_slots: 4,
-      model_alias: model.id,
-      model_path: model.id,
-      build_info: "b0-unknown",
-      is_sleeping: model.status === "sleeping",
-    };
-  }
-
-  /** A router's answer to naming `id`: the model, or the error it sends. */
-  #resolve(id: unknown, url: URL): FakeModel | Response {
-    if (typeof id !== "string" || id === "") {
-      return this.#json(
-        errorBody(400, "model name is missing from the request"),
-        400,
-      );
-    }
-    const model = this.#models.find((m) => m.id === id);
-    if (!model) {
-      return this.#json(errorBody(400, `model '${id}' not found`), 400);
-    }
-    const status = model.status ?? "loaded";
-    if (status === "loaded" || status === "sleeping") return model;
-    if (url.searchParams.get("autoload") === "false") {
-      return this.#json(errorBody(400, "model is not loaded"), 400);
-    }
-    // What a real router does here is load it, swapping another model out.
-    this.autoloads.push(id);
-    if (model.failed) {
-      return this.#json(errorBody(500, `model name=${id} failed to load`), 500);
-    }
-    model.status = "loaded";
-    return model;
-  }
-
   #props(url: URL): Response {
-    if (this.mode === "single") {
-      return this.#json(this.#modelProps(this.#models[0] ?? { id: SINGLE_ID }));
-    }
-    if (!url.searchParams.has("model")) {
-      return this.#json({
-        role: "router",
-        max_instances: 4,
-        models_autoload: true,
-        model_alias: "llama-server",
-        model_path: "none",
-        default_generation_settings: { params: null, n_ctx: 0 },
-        build_info: "b0-unknown",
-      });
-    }
-    const model = this.#resolve(url.searchParams.get("model"), url);
-    return model instanceof Response
-      ? model
-      : this.#json(this.#modelProps(model));
+    const answer = propsAnswer(this.mode, this.#models, url, this.autoloads);
+    return this.#json(answer.body, answer.status);
   }
 
   async #chat(
@@ -442,10 +319,15 @@ export class FakeLlm implements AsyncDisposable {
     const fields = body as Record<string, unknown>;
     let model = this.#models[0]?.id ?? SINGLE_ID;
     if (this.mode === "router") {
-      const resolved = this.#resolve(fields.model, url);
-      if (resolved instanceof Response) {
+      const resolved = resolveModel(
+        this.#models,
+        fields.model,
+        url,
+        this.autoloads,
+      );
+      if ("body" in resolved) {
         finish("completed");
-        return resolved;
+        return this.#json(resolved.body, resolved.status);
       }
       resolved.status = "loaded";
       model = resolved.id;

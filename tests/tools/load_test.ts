@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { setLogSink } from "../../src/log.ts";
-import {
-  loadTools,
-  resolveExecutable,
-  type ToolDef,
-  toolSchemas,
-} from "../../src/tools/load.ts";
+import { resolveExecutable } from "../../src/tools/executable.ts";
+import { loadTools, type ToolDef, toolSchemas } from "../../src/tools/load.ts";
 import { runTool } from "../../src/tools/runner.ts";
 
 const TOOLS_DIR = fileURLToPath(new URL("../../tools", import.meta.url));

@@ -1,0 +1,197 @@
+/**
+ * One reply's loop: the model lookup, the request, the stream to events,
+ * and the tool rounds. The assistant owns the state around it (the turn
+ * counter, the conversation, saving); this module only runs the reply and
+ * reports through the context it is given.
+ */
+import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
+import type { Config } from "../launch/config.ts";
+import { chatBody, type ModelChoice } from "../llm/client.ts";
+import type { Delta } from "../llm/sse_stream.ts";
+import type { Event, PendingView, State } from "../protocol.ts";
+import { placeholder, type ToolOutcome } from "../tools/runner.ts";
+import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
+
+/** The model side of a turn; `LlmClient` in production, anything alike in tests. */
+export interface ModelSource {
+  chooseModel(signal: AbortSignal): Promise<ModelChoice>;
+  chat(
+    model: ModelChoice,
+    body: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<ReadableStream<Delta>>;
+}
+
+/** The config keys a turn reads. */
+export type TurnConfig = Pick<
+  Config,
+  | "thinking"
+  | "system_prompt"
+  | "history_turns"
+  | "max_tool_rounds"
+  | "tool_timeout"
+  | "tool_output_limit"
+  | "request"
+>;
+
+/** What a reply reads, and where it reports; every report is skipped once `stale()`. */
+export interface ReplyContext {
+  llm: ModelSource;
+  config: TurnConfig;
+  /** The tools' function schemas for the request. */
+  schemas: unknown[];
+  /** Runs one call of the model's. */
+  runTool(call: ToolCall): Promise<ToolOutcome>;
+  signal: AbortSignal;
+  now: Date;
+  /** The stored messages of the conversation's earlier turns, one list per turn. */
+  history: readonly ChatMessage[][];
+  /** The reply as clients see it so far; the loop adds to it. */
+  pending: PendingView;
+  /** True once the reply was stopped or replaced: nothing more may be emitted. */
+  stale(): boolean;
+  emit(event: Event): void;
+  setState(state: State, tool?: string): void;
+  /** The model this reply uses, once known. */
+  onModel(model: ModelChoice): void;
+  /** Tokens the last request used, from the final chunk. */
+  onUsage(used: number): void;
+}
+
+/** What a finished reply leaves to store. */
+export interface ReplyResult {
+  /** The turn's messages under the history rule (tool results as placeholders). */
+  messages: ChatMessage[];
+  /** Names of the tools that ran, in order. */
+  tools: string[];
+}
+
+/** Runs the reply to its end; null when it went stale on the way. */
+export async function runReply(
+  context: ReplyContext,
+): Promise<ReplyResult | null> {
+  const { config, llm, signal, now, pending } = context;
+  const model = await llm.chooseModel(signal);
+  if (context.stale()) return null;
+  context.onModel(model);
+
+  const question: ChatMessage = {
+    role: "user",
+    content: stampQuestion(pending.user, now),
+  };
+  // Turns saved before tool calls were made replayable may hold arguments
+  // llama-server cannot parse.
+  const history = context.history.slice(
+    Math.max(0, context.history.length - config.history_turns),
+  ).flat().map((message) =>
+    message.role === "assistant" && message.tool_calls
+      ? { ...message, tool_calls: message.tool_calls.map(replayable) }
+      : message
+  );
+  const request: ChatMessage[] = [
+    {
+      role: "system",
+      content: systemPrompt(config.system_prompt, model.id, now),
+    },
+    ...history,
+    question,
+  ];
+  const stored: ChatMessage[] = [question];
+  const tools: string[] = [];
+
+  for (let round = 0;; round++) {
+    const last = round >= config.max_tool_rounds;
+    const body = chatBody({
+      model: model.id,
+      messages: request,
+      tools: context.schemas,
+      thinking: config.thinking,
+      extra: config.request,
+      ...(last && context.schemas.length > 0 ? { toolChoiceNone: true } : {}),
+    });
+    const stream = await llm.chat(model, body, signal);
+    const { content, calls } = await readStream(stream, context);
+    if (context.stale()) return null;
+    if (calls.length === 0 || last) {
+      stored.push({ role: "assistant", content });
+      return { messages: stored, tools };
+    }
+    const assistant: ChatMessage = {
+      role: "assistant",
+      content: content === "" ? null : content,
+      tool_calls: calls.map(replayable),
+    };
+    request.push(assistant);
+    stored.push(assistant);
+    for (const call of calls) {
+      const name = call.function.name;
+      context.setState("tool", name);
+      context.emit({ type: "tool", name, done: false });
+      pending.tools.push(name);
+      tools.push(name);
+      const outcome = await context.runTool(call);
+      if (context.stale()) return null;
+      context.emit({ type: "tool", name, done: true });
+      request.push({
+        role: "tool",
+        tool_call_id: call.id,
+        content: outcome.content,
+      });
+      stored.push({
+        role: "tool",
+        tool_call_id: call.id,
+        content: placeholder(name, outcome),
+      });
+    }
+    context.setState("thinking");
+  }
+}
+
+/** Streams one response to events; returns its content and tool calls. */
+async function readStream(
+  stream: ReadableStream<Delta>,
+  context: ReplyContext,
+): Promise<{ content: string; calls: ToolCall[] }> {
+  const { pending } = context;
+  let content = "";
+  const pieces = new Map<number, ToolCall>();
+  for await (const delta of stream) {
+    if (context.stale()) break;
+    switch (delta.kind) {
+      case "think":
+        pending.think += delta.text;
+        context.emit({ type: "think", delta: delta.text });
+        break;
+      case "content":
+        content += delta.text;
+        pending.reply += delta.text;
+        context.emit({ type: "token", delta: delta.text });
+        break;
+      case "tool_call": {
+        const call = pieces.get(delta.index) ??
+          {
+            id: "",
+            type: "function" as const,
+            function: { name: "", arguments: "" },
+          };
+        if (delta.id) call.id = delta.id;
+        if (delta.name) call.function.name += delta.name;
+        call.function.arguments += delta.arguments;
+        pieces.set(delta.index, call);
+        break;
+      }
+      case "usage":
+        context.onUsage(delta.used);
+        break;
+      case "finish":
+        break;
+    }
+  }
+  const calls = [...pieces.entries()].sort(([a], [b]) => a - b).map((
+    [index, call],
+  ) => ({
+    ...call,
+    id: call.id === "" ? `call_${index}` : call.id,
+  }));
+  return { content, calls };
+}
