@@ -280,6 +280,8 @@ function events(texts: string[], complete: boolean): string {
     includeUsage: true,
     id: "chatcmpl-reset",
     created: 0,
+    promptTokens: 15,
+    room: 4081,
   };
   let out = chunked(chunk(context, { role: "assistant", content: null }));
   for (const text of texts) out += chunked(chunk(context, { content: text }));
