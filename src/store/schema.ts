@@ -44,6 +44,9 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE deleted_conversations(
      id INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE);
    INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 0);`,
+  // Each turn's size in the model's tokens, measured when it was saved; NULL
+  // for turns saved before, which the reply loop estimates instead.
+  `ALTER TABLE turns ADD COLUMN tokens INTEGER;`,
 ];
 
 /** The schema version this code writes. */
@@ -85,15 +88,15 @@ export function prepareStatements(db: DatabaseSync): Statements {
       "SELECT coalesce(max(seq), 0) + 1 AS seq FROM turns WHERE conv = ?",
     ),
     insertTurn: db.prepare(
-      `INSERT INTO turns(conv, seq, user, reply, tools, messages)
-       VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages, tokens)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     ),
     list: db.prepare(
       `SELECT id, title, updated FROM conversations WHERE ${live}
        ORDER BY updated DESC, id DESC LIMIT ?`,
     ),
     turnsOf: db.prepare(
-      `SELECT id, user, reply, tools, messages FROM turns
+      `SELECT id, user, reply, tools, messages, tokens FROM turns
        WHERE conv = ? ORDER BY seq, id`,
     ),
     exists: db.prepare(

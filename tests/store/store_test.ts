@@ -774,17 +774,21 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
       using store = new Store(path, { now: clock() });
       id = store.saveTurn(null, turn("an old question", "An old reply."));
     }
-    // Back to version 2: no deleted_conversations, FTS5's default automerge.
+    // Back to version 2: no deleted_conversations, FTS5's default automerge,
+    // no token counts.
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE deleted_conversations;
               INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 4);
+              ALTER TABLE turns DROP COLUMN tokens;
               PRAGMA user_version = 2;`);
     raw.close();
-    assert.equal(SCHEMA_VERSION, 3);
 
     using store = new Store(path, { now: clock() });
     peek(path, (db) => {
-      assert.equal(db.prepare("PRAGMA user_version").get()?.user_version, 3);
+      assert.equal(
+        db.prepare("PRAGMA user_version").get()?.user_version,
+        SCHEMA_VERSION,
+      );
       assert.equal(
         db.prepare("SELECT v FROM turns_fts_config WHERE k = 'automerge'").get()
           ?.v,
@@ -797,6 +801,35 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
     assert.deepEqual(store.list().map((i) => i.id), [other]);
     settle(store);
     assert.deepEqual(store.search("old"), []);
+    assert.deepEqual(store.integrityCheck(), []);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: turns keep their token counts; turns saved before the counts open with none", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    let id: number;
+    {
+      using store = new Store(path, { now: clock() });
+      id = store.saveTurn(null, turn("an old question", "An old reply."));
+    }
+    // The file as the schema before the counts left it.
+    const raw = new DatabaseSync(path);
+    raw.exec(`ALTER TABLE turns DROP COLUMN tokens;
+              PRAGMA user_version = ${SCHEMA_VERSION - 1};`);
+    raw.close();
+
+    using store = new Store(path, { now: clock() });
+    store.saveTurn(id, { ...turn("a new question", "New."), tokens: 42 });
+    const opened = store.open(id);
+    assert.deepEqual(opened?.tokens, [null, 42]);
+    assert.deepEqual(opened?.turns.map((t) => t.user), [
+      "an old question",
+      "a new question",
+    ]);
     assert.deepEqual(store.integrityCheck(), []);
   } finally {
     Deno.removeSync(dir, { recursive: true });
