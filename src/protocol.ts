@@ -39,6 +39,9 @@ export interface PendingView {
   tools: string[];
 }
 
+/** What cut a reply short: the context filled up, or `max_tokens` of `[request]` ran out. */
+export type Truncation = "context" | "max_tokens";
+
 /** Daemon activity shown by clients. */
 export type State = "idle" | "thinking" | "tool";
 
@@ -51,6 +54,8 @@ export type Event =
     model: string | null;
     ctx_used: number | null;
     ctx_max: number | null;
+    ctx_sent: number | null;
+    ctx_total: number | null;
     id: number | null;
     turns: TurnView[];
     pending: PendingView | null;
@@ -60,9 +65,21 @@ export type Event =
   | { type: "think"; delta: string }
   | { type: "token"; delta: string }
   | { type: "tool"; name: string; done: boolean }
-  | { type: "done"; id: number | null; stopped: boolean }
+  | {
+    type: "done";
+    id: number | null;
+    stopped: boolean;
+    truncated?: true;
+    truncated_by?: Truncation;
+  }
   | { type: "error"; message: string; turn?: true }
-  | { type: "ctx"; used: number; max: number | null }
+  | {
+    type: "ctx";
+    used: number;
+    max: number | null;
+    sent: number;
+    total: number;
+  }
   | {
     type: "conversations";
     items: { id: number; title: string; updated: number }[];

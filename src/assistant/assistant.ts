@@ -18,6 +18,7 @@ import type { SearchHit, Store, StoredTurn } from "../store/store.ts";
 import { runTool, type ToolOutcome } from "../tools/runner.ts";
 
 import { type ToolDef, toolSchemas } from "../tools/load.ts";
+import { TokenLedger } from "./token_ledger.ts";
 
 export type { ModelSource, TurnConfig } from "./reply.ts";
 
@@ -45,6 +46,8 @@ interface Conversation {
   id: number | null;
   turns: TurnView[];
   messages: ChatMessage[][];
+  /** Each turn's measured size in tokens; null where unknown. */
+  tokens: (number | null)[];
 }
 
 interface Reply {
@@ -58,7 +61,7 @@ interface Reply {
 const startedAt = performance.now();
 
 function emptyConversation(): Conversation {
-  return { id: null, turns: [], messages: [] };
+  return { id: null, turns: [], messages: [], tokens: [] };
 }
 
 /** The daemon's state and its reply loop; implements the server's `Brain`. */
@@ -74,6 +77,10 @@ export class Assistant implements Disposable {
   #model: string | null = null;
   #ctxUsed: number | null = null;
   #ctxMax: number | null = null;
+  /** Earlier turns the last request carried, of how many; about the current conversation only. */
+  #ctxSent: number | null = null;
+  #ctxTotal: number | null = null;
+  #ledger = new TokenLedger();
   #shutdown = new AbortController();
 
   /** Creates the brain with an empty, unsaved current conversation. */
@@ -95,6 +102,8 @@ export class Assistant implements Disposable {
       model: this.#model,
       ctx_used: this.#ctxUsed,
       ctx_max: this.#ctxMax,
+      ctx_sent: this.#ctxSent,
+      ctx_total: this.#ctxTotal,
       id: this.#current.id,
       turns: this.#current.turns,
       pending,
@@ -181,6 +190,8 @@ export class Assistant implements Disposable {
 
   #setCurrent(conversation: Conversation): void {
     this.#current = conversation;
+    this.#ctxSent = null;
+    this.#ctxTotal = null;
     this.#emit({
       type: "conversation",
       id: conversation.id,
@@ -243,6 +254,8 @@ export class Assistant implements Disposable {
         signal,
         now: this.#options.now?.() ?? new Date(),
         history: reply.conversation.messages,
+        counts: reply.conversation.tokens,
+        ledger: this.#ledger,
         pending: reply.pending,
         stale: () => this.#stale(reply),
         emit: (event) => this.#emit(event),
@@ -250,33 +263,58 @@ export class Assistant implements Disposable {
         onModel: (model) => {
           this.#model = model.id;
           // Another model's size would be wrong: unknown is null.
-          this.#ctxMax = model.nCtx;
+          this.#ctxMax = model.nCtx ?? this.#ledger.contextSize(model.id);
         },
         onUsage: (used) => {
           this.#ctxUsed = used;
         },
       });
       if (result === null || this.#stale(reply)) return;
-      const { messages, tools } = result;
+      const { messages, tools, tokens, truncated } = result;
       const conversation = reply.conversation;
       const id = this.#save(conversation, {
         user: reply.pending.user,
         reply: reply.pending.reply,
         tools,
         messages,
+        tokens,
       });
-      this.#remember(conversation, id, reply.pending, tools, messages);
+      this.#remember(conversation, id, reply.pending, tools, messages, tokens);
       this.#reply = null;
       log.info("reply done", {
         conv: id,
         gen: reply.gen,
         reply_bytes: reply.pending.reply.length,
         tools: tools.length,
+        tokens,
+        sent: result.sent,
+        total: result.total,
+        ...(truncated ? { truncated } : {}),
         ms: Math.round(performance.now() - started),
       });
-      this.#emit({ type: "done", id, stopped: false });
+      this.#emit(
+        truncated
+          ? {
+            type: "done",
+            id,
+            stopped: false,
+            truncated: true,
+            truncated_by: truncated,
+          }
+          : { type: "done", id, stopped: false },
+      );
+      if (this.#current === conversation || this.#current.id === id) {
+        this.#ctxSent = result.sent;
+        this.#ctxTotal = result.total;
+      }
       if (this.#ctxUsed !== null) {
-        this.#emit({ type: "ctx", used: this.#ctxUsed, max: this.#ctxMax });
+        this.#emit({
+          type: "ctx",
+          used: this.#ctxUsed,
+          max: this.#ctxMax,
+          sent: result.sent,
+          total: result.total,
+        });
       }
       this.#setState("idle");
     } catch (error) {
@@ -325,6 +363,7 @@ export class Assistant implements Disposable {
     pending: PendingView,
     tools: string[],
     messages: ChatMessage[],
+    tokens: number | null,
   ): void {
     const turn: TurnView = { user: pending.user, reply: pending.reply, tools };
     const targets = new Set([conversation]);
@@ -338,6 +377,7 @@ export class Assistant implements Disposable {
       target.id = id;
       target.turns.push(turn);
       target.messages.push(messages);
+      target.tokens.push(tokens);
     }
   }
 }

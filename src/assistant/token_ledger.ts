@@ -1,0 +1,227 @@
+/**
+ * What the daemon knows of each model's token counts, learned from
+ * llama-server itself: how many bytes of text make a token (every count
+ * `/tokenize` answers calibrates it), how large the fixed part of a request
+ * is (system prompt, tool schemas and the template around them, from the
+ * prompt size `usage` reports), and the context size when `/props` did not
+ * say (from a refusal). Where a count cannot be measured (turns saved before
+ * counts were kept, a server without `/tokenize`) it estimates, erring high.
+ */
+import type { ChatMessage } from "../llm/chat_types.ts";
+import { describeError, log } from "../log.ts";
+
+/** Template tokens around one message, taken high (ChatML uses 5). */
+export const MESSAGE_OVERHEAD = 8;
+/** Template tokens around one tool call beyond its name and arguments, taken high. */
+export const CALL_OVERHEAD = 24;
+/** Template tokens of the request around the system prompt, the tool schemas and the question, before any is measured. */
+const FIXED_ALLOWANCE = 64;
+/** Bytes per token assumed before the model's own counts are known: few, so estimates err high. */
+const DEFAULT_BYTES_PER_TOKEN = 2.5;
+/** Estimates are this far above the calibrated average. */
+const HIGH = 1.25;
+/** Texts shorter than this say little about a tokenizer and are not used to calibrate. */
+const CALIBRATION_MIN_BYTES = 32;
+
+/** Counts the tokens of a text through llama-server. */
+export type Tokenize = (text: string, signal: AbortSignal) => Promise<number>;
+
+/** What counting a message list covers: its text, and the messages and calls the template wraps around it. */
+export interface Shape {
+  /** UTF-8 bytes of the text. */
+  bytes: number;
+  messages: number;
+  calls: number;
+}
+
+/** A count and whether llama-server measured it (else it is an estimate). */
+export interface Count {
+  tokens: number;
+  measured: boolean;
+}
+
+interface ModelBook {
+  /** Bytes and tokens of every text `/tokenize` counted. */
+  bytes: number;
+  tokens: number;
+  /** The fixed part of a request as last learned, and the bytes of text it was learned for. */
+  fixed: { tokens: number; bytes: number } | null;
+  /** The context size a refusal reported. */
+  nCtx: number | null;
+}
+
+/** UTF-8 length of a string without encoding it. */
+export function utf8Bytes(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) continue;
+    if (code < 0x800) {
+      bytes += 1;
+    } else if (code >= 0xd800 && code <= 0xdbff) {
+      // A surrogate pair: two UTF-16 units, four bytes.
+      bytes += 2;
+      i++;
+    } else {
+      bytes += 2;
+    }
+  }
+  return bytes;
+}
+
+/** The text of a message list that counting covers: contents, tool names and arguments. */
+export function messagesText(messages: readonly ChatMessage[]): string {
+  const parts: string[] = [];
+  for (const message of messages) {
+    if (message.content) parts.push(message.content);
+    if (message.role === "assistant") {
+      for (const call of message.tool_calls ?? []) {
+        parts.push(call.function.name, call.function.arguments);
+      }
+    }
+  }
+  return parts.join("\n");
+}
+
+const shapes = new WeakMap<readonly ChatMessage[], Shape>();
+
+/** The shape of a message list; cached, as a stored turn never changes. */
+export function shapeOf(messages: readonly ChatMessage[]): Shape {
+  const known = shapes.get(messages);
+  if (known) return known;
+  let calls = 0;
+  for (const message of messages) {
+    if (message.role === "assistant") calls += message.tool_calls?.length ?? 0;
+  }
+  const shape = {
+    bytes: utf8Bytes(messagesText(messages)),
+    messages: messages.length,
+    calls,
+  };
+  shapes.set(messages, shape);
+  return shape;
+}
+
+/** Template tokens a shape adds to its text. */
+export function overheadOf(shape: Shape): number {
+  return shape.messages * MESSAGE_OVERHEAD + shape.calls * CALL_OVERHEAD;
+}
+
+/** Per-model token knowledge; one per daemon, shared by its replies. */
+export class TokenLedger {
+  #models = new Map<string, ModelBook>();
+  #unmeasured = new Set<string>();
+
+  #book(model: string): ModelBook {
+    let book = this.#models.get(model);
+    if (!book) {
+      book = { bytes: 0, tokens: 0, fixed: null, nCtx: null };
+      this.#models.set(model, book);
+    }
+    return book;
+  }
+
+  /** Tokens of `bytes` bytes of text: at the model's calibrated rate and a quarter above it. */
+  estimate(model: string, bytes: number): number {
+    const book = this.#models.get(model);
+    const rate = book && book.tokens > 0
+      ? book.bytes / book.tokens
+      : DEFAULT_BYTES_PER_TOKEN;
+    return Math.ceil((bytes * HIGH) / rate);
+  }
+
+  /** The size of a stored turn as history: its measured count, else an estimate. */
+  turnCost(
+    model: string,
+    messages: readonly ChatMessage[],
+    stored: number | null,
+  ): number {
+    if (stored !== null) return stored;
+    const shape = shapeOf(messages);
+    return this.estimate(model, shape.bytes) + overheadOf(shape);
+  }
+
+  /** Tokens of a text through `/tokenize` (which calibrates the estimates); an estimate when that fails. Never rejects. */
+  async count(
+    model: string,
+    text: string,
+    tokenize: Tokenize | undefined,
+    signal: AbortSignal,
+  ): Promise<Count> {
+    const bytes = utf8Bytes(text);
+    if (tokenize && text !== "") {
+      try {
+        const tokens = await tokenize(text, signal);
+        if (bytes >= CALIBRATION_MIN_BYTES && tokens > 0) {
+          const book = this.#book(model);
+          book.bytes += bytes;
+          book.tokens += tokens;
+        }
+        return { tokens, measured: true };
+      } catch (error) {
+        if (!signal.aborted && !this.#unmeasured.has(model)) {
+          // Once per model: a server without /tokenize fails every time.
+          this.#unmeasured.add(model);
+          log.warn("token count failed, estimating", {
+            model,
+            error: describeError(error),
+          });
+        }
+      }
+    }
+    return {
+      tokens: text === "" ? 0 : this.estimate(model, bytes),
+      measured: false,
+    };
+  }
+
+  /** Tokens of a message list, template included; measured when its text was. */
+  async countMessages(
+    model: string,
+    messages: readonly ChatMessage[],
+    tokenize: Tokenize | undefined,
+    signal: AbortSignal,
+  ): Promise<Count> {
+    const count = await this.count(
+      model,
+      messagesText(messages),
+      tokenize,
+      signal,
+    );
+    return {
+      tokens: count.tokens + overheadOf(shapeOf(messages)),
+      measured: count.measured,
+    };
+  }
+
+  /** The fixed part of a request whose system prompt and tool schemas are `bytes` long: as learned, else estimated. */
+  fixed(model: string, bytes: number): number {
+    const learned = this.#models.get(model)?.fixed;
+    if (!learned) return this.estimate(model, bytes) + FIXED_ALLOWANCE;
+    // Tools that came since, or a longer date, add to what was learned.
+    return learned.tokens +
+      Math.max(0, this.estimate(model, bytes - learned.bytes));
+  }
+
+  /**
+   * Learns the fixed part from a request's prompt size less what was measured
+   * in it. The largest seen is kept: an estimated history taken high makes
+   * the remainder look smaller than it is.
+   */
+  learnFixed(model: string, bytes: number, tokens: number): void {
+    const book = this.#book(model);
+    const known = book.fixed;
+    if (known && known.bytes === bytes && known.tokens >= tokens) return;
+    book.fixed = { tokens: Math.max(0, tokens), bytes };
+  }
+
+  /** The context size a refusal reported for a model whose `/props` did not say. */
+  contextSize(model: string): number | null {
+    return this.#models.get(model)?.nCtx ?? null;
+  }
+
+  /** Records the context size a refusal reported. */
+  learnContextSize(model: string, nCtx: number): void {
+    this.#book(model).nCtx = nCtx;
+  }
+}
