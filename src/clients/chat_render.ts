@@ -70,6 +70,14 @@ export class Renderer {
       this.#style("dim", `desktop-assistant${model} · /help for commands`),
     );
     out += this.#conversationBody(event.id, event.turns);
+    if (event.ctx_used !== null && event.ctx_sent !== null) {
+      out += this.#meter(
+        event.ctx_used,
+        event.ctx_max,
+        event.ctx_sent,
+        event.ctx_total ?? event.ctx_sent,
+      );
+    }
     if (event.pending) out += this.#pending(event.pending, event.state);
     return out;
   }
@@ -88,9 +96,17 @@ export class Renderer {
       case "done": {
         let out = this.#endSection();
         if (event.stopped) out += this.#line(this.#style("dim", "[stopped]"));
+        if (event.truncated) {
+          const why = event.truncated_by === "max_tokens"
+            ? "the reply reached max_tokens"
+            : "the context is full";
+          out += this.#line(this.#style("yellow", `[cut short: ${why}]`));
+        }
         this.#section = "none";
         return out + this.#write("\n");
       }
+      case "ctx":
+        return this.#meter(event.used, event.max, event.sent, event.total);
       case "error":
         return this.#endSection() + this.error(event.message);
       case "conversations":
@@ -139,6 +155,21 @@ export class Renderer {
     });
     if (pending.reply !== "") out += this.#token(pending.reply);
     return out;
+  }
+
+  /** The context meter, shown only when the conversation no longer fits whole. */
+  #meter(
+    used: number,
+    max: number | null,
+    sent: number,
+    total: number,
+  ): string {
+    if (sent >= total) return "";
+    const size = max === null ? count(used) : `${count(used)}/${count(max)}`;
+    return this.#endSection() +
+      this.#line(
+        this.#style("dim", `context ${size} · ${sent} of ${total} turns`),
+      );
   }
 
   #think(delta: string): string {
@@ -282,6 +313,10 @@ export class Renderer {
     }
     return text;
   }
+}
+
+function count(n: number): string {
+  return n.toLocaleString("en-US");
 }
 
 /** The name a person knows a model by: a file path's last part without `.gguf`. */
