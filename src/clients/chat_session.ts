@@ -27,6 +27,8 @@ const HELP = [
   "/help           this help; /quit leaves",
   "Anything else is a question (start it with // to begin with a /).",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves.",
+  "A dim 'context used/size · S of T turns' line: the model was sent only the",
+  "S newest of T earlier turns, so the conversation fits its context.",
 ].join("\n");
 const LIST_LIMIT = 20;
 const SEARCH_LIMIT = 20;
