@@ -303,6 +303,8 @@ export class Assistant implements Disposable {
           }
           : { type: "done", id, stopped: false },
       );
+      // A refusal may have told the size /props did not.
+      this.#ctxMax = result.nCtx ?? this.#ctxMax;
       if (this.#current === conversation || this.#current.id === id) {
         this.#ctxSent = result.sent;
         this.#ctxTotal = result.total;

@@ -92,6 +92,13 @@ export class ContextPlan {
   readonly #o: PlanOptions;
   /** Bytes of the system prompt and tool schemas, for the ledger. */
   readonly #fixedBytes: number;
+  /**
+   * The fixed part's size and each turn's, taken once: estimates move as the
+   * ledger calibrates, and the correction from a reported size holds only
+   * for the terms it was measured against.
+   */
+  readonly #fixedTokens: number;
+  readonly #costs = new Map<number, number>();
   #nCtx: number | null;
   #start: number;
   #sentCost = 0;
@@ -100,18 +107,43 @@ export class ContextPlan {
   /** Real prompt size less the estimate, from the last size llama-server reported. */
   #correction = 0;
 
+  /** A plan, once the ledger knows the model's fixed part (the first time, through `tokenize`). */
+  static async create(
+    options: PlanOptions,
+    tokenize: Tokenize | undefined,
+    signal: AbortSignal,
+  ): Promise<ContextPlan> {
+    await options.ledger.prime(
+      options.model,
+      fixedText(options.system, options.schemas),
+      options.schemas.length,
+      tokenize,
+      signal,
+    );
+    return new ContextPlan(options);
+  }
+
   /** Chooses the history: the newest turns that fit, at most `history_turns`. */
   constructor(options: PlanOptions) {
     this.#o = options;
     const { ledger, model, history } = options;
-    this.#nCtx = options.nCtx ?? ledger.contextSize(model);
-    this.#fixedBytes = utf8Bytes(options.system.content) +
-      utf8Bytes(JSON.stringify(options.schemas));
+    // A refusal's size is the one that held; /props may say more (a server
+    // whose slots share its context).
+    const refused = ledger.contextSize(model);
+    this.#nCtx = options.nCtx === null
+      ? refused
+      : Math.min(options.nCtx, refused ?? Infinity);
+    this.#fixedBytes = utf8Bytes(fixedText(options.system, options.schemas));
+    this.#fixedTokens = ledger.fixed(
+      model,
+      this.#fixedBytes,
+      options.schemas.length,
+    );
     this.#questionCost = ledger.estimate(
       model,
       utf8Bytes(options.question.content),
     );
-    const room = (this.budget ?? Infinity) - this.#fixed() -
+    const room = (this.budget ?? Infinity) - this.#fixedTokens -
       this.#questionCost;
     const sent = newestThatFit(
       history.length,
@@ -150,7 +182,7 @@ export class ContextPlan {
   estimate(): number {
     let added = 0;
     for (const entry of this.#added) added += this.#addedCost(entry);
-    return this.#fixed() + this.#sentCost + this.#questionCost + added +
+    return this.#fixedTokens + this.#sentCost + this.#questionCost + added +
       this.#correction;
   }
 
@@ -275,13 +307,14 @@ export class ContextPlan {
     return this.#sentCost;
   }
 
-  #fixed(): number {
-    return this.#o.ledger.fixed(this.#o.model, this.#fixedBytes);
-  }
-
   #cost(index: number): number {
-    const { ledger, model, history, counts } = this.#o;
-    return ledger.turnCost(model, history[index]!, counts[index] ?? null);
+    let cost = this.#costs.get(index);
+    if (cost === undefined) {
+      const { ledger, model, history, counts } = this.#o;
+      cost = ledger.turnCost(model, history[index]!, counts[index] ?? null);
+      this.#costs.set(index, cost);
+    }
+    return cost;
   }
 
   #addedCost(entry: Added): number {
@@ -327,6 +360,12 @@ export class ContextPlan {
     });
     return saved;
   }
+}
+
+/** The text of a request's fixed part: the system prompt and the tool schemas. */
+function fixedText(system: ChatMessage, schemas: unknown[]): string {
+  const text = system.content ?? "";
+  return schemas.length === 0 ? text : `${text}\n${JSON.stringify(schemas)}`;
 }
 
 /**

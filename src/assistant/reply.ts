@@ -10,7 +10,7 @@ import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { Delta } from "../llm/sse_stream.ts";
 import type { Event, PendingView, State, Truncation } from "../protocol.ts";
 import { placeholder, type ToolOutcome } from "../tools/runner.ts";
-import { ContextPlan, sendWithin } from "./budget.ts";
+import { ContextPlan, sendWithin, wantedReserve } from "./budget.ts";
 import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
 import type { Count, Tokenize, TokenLedger } from "./token_ledger.ts";
 
@@ -84,6 +84,8 @@ export interface ReplyResult {
   /** Earlier turns the last request carried, of how many. */
   sent: number;
   total: number;
+  /** The context size as the reply found it; null while unknown. */
+  nCtx: number | null;
 }
 
 /** Runs the reply to its end; null when it went stale on the way. */
@@ -103,20 +105,25 @@ export async function runReply(
     ? (text, signal) => llm.tokenize!(model, text, signal)
     : undefined;
   const { ledger } = context;
-  const plan = new ContextPlan({
-    ledger,
-    model: model.id,
-    nCtx: model.nCtx,
-    config,
-    system: {
-      role: "system",
-      content: systemPrompt(config.system_prompt, model.id, now),
+  const plan = await ContextPlan.create(
+    {
+      ledger,
+      model: model.id,
+      nCtx: model.nCtx,
+      config,
+      system: {
+        role: "system",
+        content: systemPrompt(config.system_prompt, model.id, now),
+      },
+      schemas: context.schemas,
+      question,
+      history: context.history,
+      counts: context.counts,
     },
-    schemas: context.schemas,
-    question,
-    history: context.history,
-    counts: context.counts,
-  });
+    tokenize,
+    signal,
+  );
+  if (context.stale()) return null;
   const stored: ChatMessage[] = [question];
   const tools: string[] = [];
   let first: { prompt: number; sentCost: number } | null = null;
@@ -158,8 +165,9 @@ export async function runReply(
       plan.observe(usage.prompt);
     }
     if (finish === "length") {
-      // The context end fills it exactly; anything short of it is max_tokens.
-      truncated = usage && plan.nCtx !== null && usage.used >= plan.nCtx
+      // The context end fills it exactly; short of it, max_tokens ran out.
+      const full = !usage || plan.nCtx === null || usage.used >= plan.nCtx;
+      truncated = full || wantedReserve(config).from !== "max_tokens"
         ? "context"
         : "max_tokens";
     }
@@ -215,6 +223,7 @@ export async function runReply(
     truncated,
     sent: plan.sent,
     total: plan.total,
+    nCtx: plan.nCtx,
   };
 }
 

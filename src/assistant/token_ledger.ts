@@ -14,8 +14,10 @@ import { describeError, log } from "../log.ts";
 export const MESSAGE_OVERHEAD = 8;
 /** Template tokens around one tool call beyond its name and arguments, taken high. */
 export const CALL_OVERHEAD = 24;
-/** Template tokens of the request around the system prompt, the tool schemas and the question, before any is measured. */
-const FIXED_ALLOWANCE = 64;
+/** Template tokens of a request around the system prompt and the question, taken high. */
+const TEMPLATE_ALLOWANCE = 32;
+/** Template tokens around the tool schemas (the instructions a template adds with them), taken high. */
+const TOOLS_ALLOWANCE = 192;
 /** Bytes per token assumed before the model's own counts are known: few, so estimates err high. */
 const DEFAULT_BYTES_PER_TOKEN = 2.5;
 /** Estimates are this far above the calibrated average. */
@@ -44,8 +46,12 @@ interface ModelBook {
   /** Bytes and tokens of every text `/tokenize` counted. */
   bytes: number;
   tokens: number;
-  /** The fixed part of a request as last learned, and the bytes of text it was learned for. */
-  fixed: { tokens: number; bytes: number } | null;
+  /**
+   * The fixed part of a request and the bytes of text it was taken for:
+   * counted through `/tokenize` (`learned` false), then learned from what
+   * llama-server reported.
+   */
+  fixed: { tokens: number; bytes: number; learned: boolean } | null;
   /** The context size a refusal reported. */
   nCtx: number | null;
 }
@@ -105,6 +111,11 @@ export function shapeOf(messages: readonly ChatMessage[]): Shape {
 /** Template tokens a shape adds to its text. */
 export function overheadOf(shape: Shape): number {
   return shape.messages * MESSAGE_OVERHEAD + shape.calls * CALL_OVERHEAD;
+}
+
+/** Template tokens around the system prompt, `tools` schemas and the question. */
+function allowance(tools: number): number {
+  return TEMPLATE_ALLOWANCE + (tools > 0 ? TOOLS_ALLOWANCE : 0);
 }
 
 /** Per-model token knowledge; one per daemon, shared by its replies. */
@@ -194,13 +205,39 @@ export class TokenLedger {
     };
   }
 
-  /** The fixed part of a request whose system prompt and tool schemas are `bytes` long: as learned, else estimated. */
-  fixed(model: string, bytes: number): number {
-    const learned = this.#models.get(model)?.fixed;
-    if (!learned) return this.estimate(model, bytes) + FIXED_ALLOWANCE;
-    // Tools that came since, or a longer date, add to what was learned.
-    return learned.tokens +
-      Math.max(0, this.estimate(model, bytes - learned.bytes));
+  /** The fixed part of a request whose system prompt and tool schemas are `bytes` long (`tools` of them): as known, else estimated. */
+  fixed(model: string, bytes: number, tools: number): number {
+    const known = this.#models.get(model)?.fixed;
+    if (!known) {
+      return this.estimate(model, bytes) + allowance(tools);
+    }
+    // Tools that came since, or a longer date, add to what was known.
+    return known.tokens +
+      Math.max(0, this.estimate(model, bytes - known.bytes));
+  }
+
+  /**
+   * Counts the fixed part through `/tokenize` the first time a model is
+   * used, so the first request after a start neither leaves out history
+   * for nothing nor estimates old turns at a rate not yet calibrated. One
+   * request per model per daemon; nothing once the size is known.
+   */
+  async prime(
+    model: string,
+    text: string,
+    tools: number,
+    tokenize: Tokenize | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (this.#models.get(model)?.fixed || !tokenize) return;
+    const count = await this.count(model, text, tokenize, signal);
+    const book = this.#book(model);
+    if (!count.measured || book.fixed) return;
+    book.fixed = {
+      tokens: count.tokens + allowance(tools),
+      bytes: utf8Bytes(text),
+      learned: false,
+    };
   }
 
   /**
@@ -211,8 +248,10 @@ export class TokenLedger {
   learnFixed(model: string, bytes: number, tokens: number): void {
     const book = this.#book(model);
     const known = book.fixed;
-    if (known && known.bytes === bytes && known.tokens >= tokens) return;
-    book.fixed = { tokens: Math.max(0, tokens), bytes };
+    if (known?.learned && known.bytes === bytes && known.tokens >= tokens) {
+      return;
+    }
+    book.fixed = { tokens: Math.max(0, tokens), bytes, learned: true };
   }
 
   /** The context size a refusal reported for a model whose `/props` did not say. */

@@ -269,3 +269,28 @@ Deno.test("the ledger estimates high before calibration and from the model's own
     "date\n{}",
   );
 });
+
+Deno.test("the fixed part is counted once per model, then learned from reported sizes", async () => {
+  const ledger = new TokenLedger();
+  const text = "You are a helpful assistant. ".repeat(10);
+  const bytes = utf8Bytes(text);
+  const guessed = ledger.fixed("m", bytes, 0);
+  let counts = 0;
+  const tokenize = (t: string) => {
+    counts++;
+    return Promise.resolve(Math.ceil(utf8Bytes(t) / 5));
+  };
+  await ledger.prime("m", text, 0, tokenize, signal);
+  const primed = ledger.fixed("m", bytes, 0);
+  assert.ok(primed < guessed, `${primed} after ${guessed}`);
+  assert.ok(primed >= bytes / 5);
+  await ledger.prime("m", text, 0, tokenize, signal);
+  assert.equal(counts, 1, "counted once");
+  // What llama-server reported replaces the count; the largest seen stays.
+  ledger.learnFixed("m", bytes, 70);
+  assert.equal(ledger.fixed("m", bytes, 0), 70);
+  ledger.learnFixed("m", bytes, 60);
+  assert.equal(ledger.fixed("m", bytes, 0), 70);
+  // More text since (a tool added) adds its estimate.
+  assert.ok(ledger.fixed("m", bytes + 500, 1) > 70);
+});

@@ -227,7 +227,8 @@ class ResettingLlm implements AsyncDisposable {
       got += n;
     }
     const armed = this.#armed;
-    if (decoder.decode(head).startsWith("POST") && armed) {
+    // "POST /v1" is the chat; a POST /tokenize gets the 404 below.
+    if (decoder.decode(head) === "POST /v1" && armed) {
       this.#armed = null;
       await write(conn, sseHead + events(["par", "tial "], false));
       await armed.promise;
@@ -237,7 +238,7 @@ class ResettingLlm implements AsyncDisposable {
     }
     const request = await readRest(conn, head);
     const path = request.split(" ")[1] ?? "";
-    if (request.startsWith("POST")) {
+    if (request.startsWith("POST /v1/chat/completions")) {
       await write(conn, sseHead + events(["Fine ", "now."], true));
     } else if (path.startsWith("/v1/models") || path.startsWith("/props")) {
       const name = path.startsWith("/props") ? "get_props" : "get_v1_models";
