@@ -7,6 +7,7 @@
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
 import type { Config } from "../launch/config.ts";
+import type { Truncation } from "../protocol.ts";
 import { AssistantError } from "../errors.ts";
 import { contextOverflow } from "../llm/http_error.ts";
 import { log } from "../log.ts";
@@ -18,6 +19,7 @@ import {
   resultTokens,
 } from "./result_cut.ts";
 import {
+  type Count,
   MESSAGE_OVERHEAD,
   overheadOf,
   shapeOf,
@@ -78,6 +80,10 @@ export interface PlanOptions {
   /** The conversation's earlier turns, oldest first, with their measured sizes (null: unknown). */
   history: readonly (readonly ChatMessage[])[];
   counts: readonly (number | null)[];
+  /** Counts through llama-server; absent where the server cannot. */
+  tokenize: Tokenize | undefined;
+  /** The reply's signal: counting stops with it. */
+  signal: AbortSignal;
 }
 
 interface Added {
@@ -106,19 +112,18 @@ export class ContextPlan {
   #added: Added[] = [];
   /** Real prompt size less the estimate, from the last size llama-server reported. */
   #correction = 0;
+  /** The first request's reported size and the history it carried: what the ledger learns from. */
+  #first: { prompt: number; sentCost: number } | null = null;
+  #questionCount: Promise<Count> | null = null;
 
   /** A plan, once the ledger knows the model's fixed part (the first time, through `tokenize`). */
-  static async create(
-    options: PlanOptions,
-    tokenize: Tokenize | undefined,
-    signal: AbortSignal,
-  ): Promise<ContextPlan> {
+  static async create(options: PlanOptions): Promise<ContextPlan> {
     await options.ledger.prime(
       options.model,
       fixedText(options.system, options.schemas),
       options.schemas.length,
-      tokenize,
-      signal,
+      options.tokenize,
+      options.signal,
     );
     return new ContextPlan(options);
   }
@@ -211,8 +216,8 @@ export class ContextPlan {
   }
 
   /** Counts the messages added since the last call through llama-server; never rejects. */
-  async measure(tokenize: Tokenize | undefined, signal: AbortSignal) {
-    const { ledger, model } = this.#o;
+  async measure(): Promise<void> {
+    const { ledger, model, tokenize, signal } = this.#o;
     await Promise.all(this.#added.map(async (entry) => {
       if (entry.tokens !== null) return;
       const { message } = entry;
@@ -241,9 +246,58 @@ export class ContextPlan {
     }));
   }
 
-  /** Takes the prompt size llama-server reported for the last request: estimates build on it from now on. */
-  observe(promptTokens: number): void {
-    this.#correction += promptTokens - this.estimate();
+  /** A request was accepted: the question is counted while its reply streams, so it never delays the first token. */
+  accepted(): void {
+    const { ledger, model, question, tokenize, signal } = this.#o;
+    this.#questionCount ??= ledger.count(
+      model,
+      question.content,
+      tokenize,
+      signal,
+    );
+  }
+
+  /**
+   * Takes what a request's reply ended with: estimates build on the prompt
+   * size it reported from now on. Returns why the reply was cut short, if it
+   * was: the context end fills the context exactly; short of it,
+   * `max_tokens` ran out.
+   */
+  reported(
+    finish: string | null,
+    usage: { used: number; prompt?: number } | null,
+  ): Truncation | null {
+    if (usage?.prompt !== undefined) {
+      this.#first ??= { prompt: usage.prompt, sentCost: this.#sentCost };
+      this.#correction += usage.prompt - this.estimate();
+    }
+    if (finish !== "length") return null;
+    const full = !usage || this.#nCtx === null || usage.used >= this.#nCtx;
+    return full || wantedReserve(this.#o.config).from !== "max_tokens"
+      ? "context"
+      : "max_tokens";
+  }
+
+  /**
+   * At the turn's end: its size as the history of later turns (null when it
+   * could not be measured), and what the first request teaches the ledger
+   * (the fixed part: its reported size less what was measured in it).
+   */
+  async conclude(turn: readonly ChatMessage[]): Promise<number | null> {
+    const { ledger, model, tokenize, signal } = this.#o;
+    const [asked, counted] = await Promise.all([
+      this.#questionCount ??
+        ledger.count(model, this.#o.question.content, tokenize, signal),
+      ledger.countMessages(model, turn, tokenize, signal),
+    ]);
+    if (this.#first && asked.measured) {
+      ledger.learnFixed(
+        model,
+        this.#fixedBytes,
+        this.#first.prompt - this.#first.sentCost - asked.tokens,
+      );
+    }
+    return counted.measured ? counted.tokens : null;
   }
 
   /**
@@ -291,20 +345,6 @@ export class ContextPlan {
       `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})`,
       { cause },
     );
-  }
-
-  /** What the turn's first request teaches the ledger: the fixed part, from its reported size less what was measured. */
-  learn(promptTokens: number, questionTokens: number, sentCost: number): void {
-    this.#o.ledger.learnFixed(
-      this.#o.model,
-      this.#fixedBytes,
-      promptTokens - sentCost - questionTokens,
-    );
-  }
-
-  /** Tokens of the history sent now. */
-  get sentCost(): number {
-    return this.#sentCost;
   }
 
   #cost(index: number): number {
@@ -379,7 +419,9 @@ export async function sendWithin<T>(
 ): Promise<T> {
   for (let resends = 0;; resends++) {
     try {
-      return await send(plan.messages());
+      const accepted = await send(plan.messages());
+      plan.accepted();
+      return accepted;
     } catch (error) {
       const overflow = contextOverflow(error);
       if (overflow === null) throw error;

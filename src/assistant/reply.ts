@@ -10,9 +10,9 @@ import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { Delta } from "../llm/sse_stream.ts";
 import type { Event, PendingView, State, Truncation } from "../protocol.ts";
 import { placeholder, type ToolOutcome } from "../tools/runner.ts";
-import { ContextPlan, sendWithin, wantedReserve } from "./budget.ts";
+import { ContextPlan, sendWithin } from "./budget.ts";
 import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
-import type { Count, Tokenize, TokenLedger } from "./token_ledger.ts";
+import type { Tokenize, TokenLedger } from "./token_ledger.ts";
 
 /** The model side of a turn; `LlmClient` in production, anything alike in tests. */
 export interface ModelSource {
@@ -104,30 +104,25 @@ export async function runReply(
   const tokenize: Tokenize | undefined = llm.tokenize
     ? (text, signal) => llm.tokenize!(model, text, signal)
     : undefined;
-  const { ledger } = context;
-  const plan = await ContextPlan.create(
-    {
-      ledger,
-      model: model.id,
-      nCtx: model.nCtx,
-      config,
-      system: {
-        role: "system",
-        content: systemPrompt(config.system_prompt, model.id, now),
-      },
-      schemas: context.schemas,
-      question,
-      history: context.history,
-      counts: context.counts,
+  const plan = await ContextPlan.create({
+    ledger: context.ledger,
+    model: model.id,
+    nCtx: model.nCtx,
+    config,
+    system: {
+      role: "system",
+      content: systemPrompt(config.system_prompt, model.id, now),
     },
+    schemas: context.schemas,
+    question,
+    history: context.history,
+    counts: context.counts,
     tokenize,
     signal,
-  );
+  });
   if (context.stale()) return null;
   const stored: ChatMessage[] = [question];
   const tools: string[] = [];
-  let first: { prompt: number; sentCost: number } | null = null;
-  let questionCount: Promise<Count> | null = null;
   let truncated: Truncation | null = null;
 
   for (let round = 0;; round++) {
@@ -147,30 +142,12 @@ export async function runReply(
         }),
         signal,
       ));
-    // Counted while the first reply streams, for what its reported size
-    // teaches; after the request, so it never delays the first token.
-    questionCount ??= ledger.count(
-      model.id,
-      question.content,
-      tokenize,
-      signal,
-    );
     const { content, calls, finish, usage } = await readStream(
       stream,
       context,
     );
     if (context.stale()) return null;
-    if (usage?.prompt !== undefined) {
-      first ??= { prompt: usage.prompt, sentCost: plan.sentCost };
-      plan.observe(usage.prompt);
-    }
-    if (finish === "length") {
-      // The context end fills it exactly; short of it, max_tokens ran out.
-      const full = !usage || plan.nCtx === null || usage.used >= plan.nCtx;
-      truncated = full || wantedReserve(config).from !== "max_tokens"
-        ? "context"
-        : "max_tokens";
-    }
+    truncated = plan.reported(finish, usage);
     // A call cut off by the length limit is incomplete: it is not run.
     if (calls.length === 0 || last || truncated !== null) {
       stored.push({ role: "assistant", content });
@@ -203,23 +180,17 @@ export async function runReply(
         content: placeholder(name, outcome),
       });
     }
-    await plan.measure(tokenize, signal);
+    await plan.measure();
     if (context.stale()) return null;
     plan.fit();
     context.setState("thinking");
   }
-  const [asked, turn] = await Promise.all([
-    questionCount!,
-    ledger.countMessages(model.id, stored, tokenize, signal),
-  ]);
+  const tokens = await plan.conclude(stored);
   if (context.stale()) return null;
-  if (first && asked.measured) {
-    plan.learn(first.prompt, asked.tokens, first.sentCost);
-  }
   return {
     messages: stored,
     tools,
-    tokens: turn.measured ? turn.tokens : null,
+    tokens,
     truncated,
     sent: plan.sent,
     total: plan.total,

@@ -46,6 +46,9 @@ function plan(overrides: Partial<PlanOptions> = {}): ContextPlan {
     question: { role: "user", content: "and now?" },
     history,
     counts: history.map(() => 200),
+    // A tokenizer of one token per two characters.
+    tokenize: (text) => Promise.resolve(Math.ceil(text.length / 2)),
+    signal,
     ...overrides,
   });
 }
@@ -177,17 +180,13 @@ Deno.test("a refusal teaches the context size when /props did not say it", async
 Deno.test("a follow-up that would not fit leaves out history first, then cuts the largest result with a note", async () => {
   const fitted = plan({ history: [turn(0), turn(1)], counts: [200, 200] });
   assert.equal(fitted.sent, 2);
-  fitted.observe(600);
+  assert.equal(fitted.reported("tool_calls", { used: 650, prompt: 600 }), null);
   fitted.add({ role: "assistant", content: null });
   const small = "small result";
   const big = "x ".repeat(5000);
   fitted.add({ role: "tool", tool_call_id: "a", content: small });
   fitted.add({ role: "tool", tool_call_id: "b", content: big });
-  // A tokenizer of one token per two characters.
-  await fitted.measure(
-    (text) => Promise.resolve(Math.ceil(text.length / 2)),
-    signal,
-  );
+  await fitted.measure();
   fitted.fit();
   assert.equal(fitted.sent, 0, "history goes first");
   assert.ok(fitted.estimate() <= 3072, `${fitted.estimate()}`);
@@ -293,4 +292,19 @@ Deno.test("the fixed part is counted once per model, then learned from reported 
   assert.equal(ledger.fixed("m", bytes, 0), 70);
   // More text since (a tool added) adds its estimate.
   assert.ok(ledger.fixed("m", bytes + 500, 1) > 70);
+});
+
+Deno.test("a reply ended by length is cut by the context when it filled it, else by max_tokens", () => {
+  const limited = { ...CONFIG, request: { max_tokens: 100 } };
+  assert.equal(plan().reported("stop", { used: 900, prompt: 800 }), null);
+  assert.equal(
+    plan({ config: limited }).reported("length", { used: 4096, prompt: 4000 }),
+    "context",
+  );
+  assert.equal(
+    plan({ config: limited }).reported("length", { used: 900, prompt: 800 }),
+    "max_tokens",
+  );
+  // Without max_tokens only the context can end a reply so.
+  assert.equal(plan().reported("length", { used: 900 }), "context");
 });

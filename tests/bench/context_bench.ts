@@ -86,6 +86,8 @@ function choose(
     question: { role: "user", content: "[2026-03-01 10:00] And then?" },
     history,
     counts,
+    tokenize: undefined,
+    signal: AbortSignal.any([]),
   });
   return plan.messages().length;
 }
