@@ -8,7 +8,7 @@
  * counts were kept, a server without `/tokenize`) it estimates, erring high.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { describeError, log } from "../log.ts";
+import { describeSafely, log } from "../log.ts";
 
 /** Template tokens around one message, taken high (ChatML uses 5). */
 export const MESSAGE_OVERHEAD = 8;
@@ -175,7 +175,7 @@ export class TokenLedger {
           this.#unmeasured.add(model);
           log.warn("token count failed, estimating", {
             model,
-            error: describeError(error),
+            error: describeSafely(error),
           });
         }
       }

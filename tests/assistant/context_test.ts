@@ -180,6 +180,11 @@ Deno.test("a count that undershoots: the 400 is recovered by sending fewer turns
   );
   assert.equal(rows.at(-1)!.reply, "Short answer.");
   assert.match(daemon.log, /request over the context, sent again with less/);
+  assert.doesNotMatch(
+    daemon.log,
+    /One more question|Short answer|tell me a long story/,
+    "no personal text in the log",
+  );
 });
 
 Deno.test("a question longer than the context: the error names both sizes, the conversation is unchanged, the next ask works", async () => {
