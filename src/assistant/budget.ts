@@ -227,6 +227,7 @@ export class ContextPlan {
           message.content,
           tokenize,
           signal,
+          false,
         );
         entry.result = {
           full: message.content,

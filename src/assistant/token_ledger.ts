@@ -152,18 +152,23 @@ export class TokenLedger {
     return this.estimate(model, shape.bytes) + overheadOf(shape);
   }
 
-  /** Tokens of a text through `/tokenize` (which calibrates the estimates); an estimate when that fails. Never rejects. */
+  /**
+   * Tokens of a text through `/tokenize`; an estimate when that fails. Never
+   * rejects. Conversation text calibrates the estimates; a tool's output
+   * (`calibrate` false) may be anything and does not.
+   */
   async count(
     model: string,
     text: string,
     tokenize: Tokenize | undefined,
     signal: AbortSignal,
+    calibrate = true,
   ): Promise<Count> {
     const bytes = utf8Bytes(text);
     if (tokenize && text !== "") {
       try {
         const tokens = await tokenize(text, signal);
-        if (bytes >= CALIBRATION_MIN_BYTES && tokens > 0) {
+        if (calibrate && bytes >= CALIBRATION_MIN_BYTES && tokens > 0) {
           const book = this.#book(model);
           book.bytes += bytes;
           book.tokens += tokens;
