@@ -19,7 +19,6 @@ import {
   resultTokens,
 } from "./result_cut.ts";
 import {
-  type Count,
   MESSAGE_OVERHEAD,
   overheadOf,
   shapeOf,
@@ -114,7 +113,6 @@ export class ContextPlan {
   #correction = 0;
   /** The first request's reported size and the history it carried: what the ledger learns from. */
   #first: { prompt: number; sentCost: number } | null = null;
-  #questionCount: Promise<Count> | null = null;
 
   /** A plan, once the ledger knows the model's fixed part (the first time, through `tokenize`). */
   static async create(options: PlanOptions): Promise<ContextPlan> {
@@ -247,17 +245,6 @@ export class ContextPlan {
     }));
   }
 
-  /** A request was accepted: the question is counted while its reply streams, so it never delays the first token. */
-  accepted(): void {
-    const { ledger, model, question, tokenize, signal } = this.#o;
-    this.#questionCount ??= ledger.count(
-      model,
-      question.content,
-      tokenize,
-      signal,
-    );
-  }
-
   /**
    * Takes what a request's reply ended with: estimates build on the prompt
    * size it reported from now on. Returns why the reply was cut short, if it
@@ -286,9 +273,10 @@ export class ContextPlan {
    */
   async conclude(turn: readonly ChatMessage[]): Promise<number | null> {
     const { ledger, model, tokenize, signal } = this.#o;
+    // Both at once: the question alone, for what the first request's
+    // reported size teaches, and the whole turn.
     const [asked, counted] = await Promise.all([
-      this.#questionCount ??
-        ledger.count(model, this.#o.question.content, tokenize, signal),
+      ledger.count(model, this.#o.question.content, tokenize, signal),
       ledger.countMessages(model, turn, tokenize, signal),
     ]);
     if (this.#first && asked.measured) {
@@ -420,9 +408,7 @@ export async function sendWithin<T>(
 ): Promise<T> {
   for (let resends = 0;; resends++) {
     try {
-      const accepted = await send(plan.messages());
-      plan.accepted();
-      return accepted;
+      return await send(plan.messages());
     } catch (error) {
       const overflow = contextOverflow(error);
       if (overflow === null) throw error;

@@ -25,8 +25,7 @@ import {
 import {
   applyTemplateAnswer,
   contextErrorBody,
-  countTokens,
-  renderPrompt,
+  promptTokens as countPrompt,
   tokenizeAnswer,
 } from "./fake_llm_context.ts";
 import {
@@ -374,7 +373,7 @@ export class FakeLlm implements AsyncDisposable {
       nCtx = resolved.nCtx ?? 4096;
     }
     const promptTokens = Math.ceil(
-      countTokens(renderPrompt(fields)) * this.#promptScale,
+      countPrompt(fields) * this.#promptScale,
     );
     record.promptTokens = promptTokens;
     if (promptTokens > nCtx) {

@@ -24,9 +24,20 @@ export function tokenPieces(text: string): string[] {
   return pieces;
 }
 
+/** Counts of long texts already seen: a conversation's history comes back with every request. */
+const counted = new Map<string, number>();
+const COUNTED_MAX = 4096;
+
 /** How many tokens the fake makes of a text. */
 export function countTokens(text: string): number {
-  return tokenPieces(text).length;
+  if (text.length < 1024) return tokenPieces(text).length;
+  let tokens = counted.get(text);
+  if (tokens === undefined) {
+    tokens = tokenPieces(text).length;
+    if (counted.size >= COUNTED_MAX) counted.clear();
+    counted.set(text, tokens);
+  }
+  return tokens;
 }
 
 type Message = {
@@ -41,11 +52,23 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** A chat request's messages and tools rendered as a ChatML template would (Qwen style). */
 export function renderPrompt(body: Record<string, unknown>): string {
+  return renderParts(body).join("");
+}
+
+/** The prompt's size in the fake's tokens: its parts counted apart (no token spans two), so a history seen before costs little. */
+export function promptTokens(body: Record<string, unknown>): number {
+  let tokens = 0;
+  for (const part of renderParts(body)) tokens += countTokens(part);
+  return tokens;
+}
+
+/** The rendered prompt, one part per message (the system one with the tools). */
+function renderParts(body: Record<string, unknown>): string[] {
   const messages = Array.isArray(body.messages)
     ? body.messages as Message[]
     : [];
   const tools = Array.isArray(body.tools) ? body.tools : [];
-  let out = "";
+  const out: string[] = [];
   let system = "";
   let rest = messages;
   if (messages[0]?.role === "system") {
@@ -59,31 +82,35 @@ export function renderPrompt(body: Record<string, unknown>): string {
       "\n</tools>\n\nFor each call, return the function name and arguments " +
       "within <tool_call></tool_call> tags.";
   }
-  if (system !== "") out += `<|im_start|>system\n${system}<|im_end|>\n`;
+  if (system !== "") out.push(`<|im_start|>system\n${system}<|im_end|>\n`);
   for (const message of rest) {
     const content = typeof message.content === "string" ? message.content : "";
     if (message.role === "tool") {
-      out +=
-        `<|im_start|>user\n<tool_response>\n${content}\n</tool_response><|im_end|>\n`;
+      out.push(
+        `<|im_start|>user\n<tool_response>\n${content}\n</tool_response><|im_end|>\n`,
+      );
       continue;
     }
-    out += `<|im_start|>${String(message.role)}\n${content}`;
+    let part = `<|im_start|>${String(message.role)}\n${content}`;
     for (const call of message.tool_calls ?? []) {
-      out += `\n<tool_call>\n${
+      part += `\n<tool_call>\n${
         JSON.stringify({
           name: call.function?.name,
           arguments: call.function?.arguments,
         })
       }\n</tool_call>`;
     }
-    out += "<|im_end|>\n";
+    out.push(part + "<|im_end|>\n");
   }
   const kwargs = isRecord(body.chat_template_kwargs)
     ? body.chat_template_kwargs
     : {};
   if (body.add_generation_prompt !== false) {
-    out += "<|im_start|>assistant\n";
-    if (kwargs.enable_thinking !== false) out += "<think>\n";
+    out.push(
+      kwargs.enable_thinking === false
+        ? "<|im_start|>assistant\n"
+        : "<|im_start|>assistant\n<think>\n",
+    );
   }
   return out;
 }
