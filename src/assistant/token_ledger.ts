@@ -22,6 +22,8 @@ const TOOLS_ALLOWANCE = 192;
 const DEFAULT_BYTES_PER_TOKEN = 2.5;
 /** Estimates are this far above the calibrated average. */
 const HIGH = 1.25;
+/** After a failed count, how long a model's counts are estimated before `/tokenize` is tried again. */
+const RETRY_MS = 60_000;
 /** Texts shorter than this say little about a tokenizer and are not used to calibrate. */
 const CALIBRATION_MIN_BYTES = 32;
 
@@ -121,7 +123,14 @@ function allowance(tools: number): number {
 /** Per-model token knowledge; one per daemon, shared by its replies. */
 export class TokenLedger {
   #models = new Map<string, ModelBook>();
-  #unmeasured = new Set<string>();
+  /** When counting last failed, per model: it is not tried again for a while. */
+  #failed = new Map<string, number>();
+  readonly #now: () => number;
+
+  /** An empty ledger; `now` (milliseconds) is injected for tests. */
+  constructor(options: { now?: () => number } = {}) {
+    this.#now = options.now ?? Date.now;
+  }
 
   #book(model: string): ModelBook {
     let book = this.#models.get(model);
@@ -165,7 +174,9 @@ export class TokenLedger {
     calibrate = true,
   ): Promise<Count> {
     const bytes = utf8Bytes(text);
-    if (tokenize && text !== "") {
+    const failed = this.#failed.get(model);
+    const resting = failed !== undefined && this.#now() - failed < RETRY_MS;
+    if (tokenize && text !== "" && !resting) {
       try {
         const tokens = await tokenize(text, signal);
         if (calibrate && bytes >= CALIBRATION_MIN_BYTES && tokens > 0) {
@@ -175,10 +186,11 @@ export class TokenLedger {
         }
         return { tokens, measured: true };
       } catch (error) {
-        if (!signal.aborted && !this.#unmeasured.has(model)) {
-          // Once per model: a server without /tokenize fails every time.
-          this.#unmeasured.add(model);
-          log.warn("token count failed, estimating", {
+        if (!signal.aborted) {
+          // A server without /tokenize fails every time: one request and
+          // one log line a minute, not several a turn.
+          this.#failed.set(model, this.#now());
+          log.warn("token count failed, estimating for a minute", {
             model,
             error: describeSafely(error),
           });

@@ -308,3 +308,26 @@ Deno.test("a reply ended by length is cut by the context when it filled it, else
   // Without max_tokens only the context can end a reply so.
   assert.equal(plan().reported("length", { used: 900 }), "context");
 });
+
+Deno.test("after a failed count the model's counts are estimated for a minute, then tried again", async () => {
+  let now = 0;
+  const ledger = new TokenLedger({ now: () => now });
+  let tries = 0;
+  const broken = () => {
+    tries++;
+    return Promise.reject(new Error("HTTP 404 for /tokenize"));
+  };
+  const text = "Some question about the weather in Oslo.";
+  assert.equal((await ledger.count("m", text, broken, signal)).measured, false);
+  assert.equal((await ledger.count("m", text, broken, signal)).measured, false);
+  assert.equal(tries, 1, "one request, not one per count");
+  // Another model is asked as usual.
+  await ledger.count("other", text, broken, signal);
+  assert.equal(tries, 2);
+  now += 60_000;
+  const working = (t: string) => Promise.resolve(t.length);
+  assert.deepEqual(await ledger.count("m", text, working, signal), {
+    tokens: text.length,
+    measured: true,
+  });
+});
