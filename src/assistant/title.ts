@@ -61,11 +61,13 @@ export function titleMessages(source: TitleSource): ChatMessage[] {
 export function titleFrom(text: string): string | null {
   const line = text.replace(/<think>[\s\S]*?(<\/think>|$)/g, "")
     .split("\n").map((part) => part.trim()).find((part) => part !== "") ?? "";
-  const bare = line
-    .replace(/^#+\s*/, "")
-    .replace(/^title\s*:\s*/i, "")
-    .replace(/^["'“”‘’*_`]+|["'“”‘’*_`]+$/g, "")
-    .replace(/[.。]+$/, "");
+  let bare = line.replace(/^#+\s*/, "").replace(/^title\s*:\s*/i, "");
+  // `"A title".` and `**A title.**`: quotes and full stops, in any order.
+  for (let before = ""; before !== bare;) {
+    before = bare;
+    bare = bare.replace(/^["'“”‘’*_`]+|["'“”‘’*_`]+$/g, "")
+      .replace(/[.。]+$/, "").trim();
+  }
   return cleanTitle(bare);
 }
 
