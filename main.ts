@@ -10,7 +10,8 @@ import { writeAll } from "./src/write_all.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
-  chat [--no-think]  interactive terminal client
+  chat [--no-think] [--export-dir DIR]
+                     interactive terminal client (/export writes in DIR)
   ask [--think] [--json] "question"
                      print one answer (the question from stdin when omitted)
   export ID [--json] print a conversation as Markdown (or JSON)
