@@ -395,3 +395,32 @@ Deno.test("think tags inside content go to think, and ctx reports usage and n_ct
   assert.equal(hello.id, 1);
   assert.deepEqual(hello.turns, [{ user: "Well?", reply: "Yes.", tools: [] }]);
 });
+
+Deno.test("a literal <think> in an answer is shown and stored whole when the server splits reasoning", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+
+  const answer = [
+    "The ",
+    "<think>",
+    " tag wraps reasoning; ",
+    "</think>",
+    " ends it.",
+  ];
+  llm.enqueue(reply({ think: ["A question about tags."], content: answer }));
+  await client.send({ type: "ask", text: "What do think tags do?" });
+  const events = await client.until(isIdle);
+  assert.equal(
+    events.filter((e) => e.type === "think").map((e) => e.delta).join(""),
+    "A question about tags.",
+  );
+  assert.equal(
+    events.filter((e) => e.type === "token").map((e) => e.delta).join(""),
+    answer.join(""),
+  );
+  assert.deepEqual(storedTurns(daemon).map((row) => row.reply), [
+    answer.join(""),
+  ]);
+});
