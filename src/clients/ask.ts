@@ -8,6 +8,7 @@ import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import type { Event } from "../protocol.ts";
 import { writeAll, type Writer } from "../write_all.ts";
+import { sanitize } from "./terminal_text.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
 export interface AskOptions {
@@ -18,6 +19,8 @@ export interface AskOptions {
   stderr?: Writer;
   /** Dim the reasoning on stderr; default: stderr is a terminal and NO_COLOR is unset. */
   dimStderr?: boolean;
+  /** Whether stdout, and stderr, are terminals: daemon text written there is sanitised as chat does; default: asks each stream. */
+  terminal?: { stdout: boolean; stderr: boolean };
   /** Aborts like Ctrl-C; default: SIGINT. */
   interrupt?: AbortSignal;
 }
@@ -147,12 +150,15 @@ export async function runAsk(
 
   const dim = options.dimStderr ??
     (Deno.stderr.isTerminal() && !Deno.noColor);
+  const terminal = options.terminal ??
+    { stdout: Deno.stdout.isTerminal(), stderr: Deno.stderr.isTerminal() };
   const turn = new TurnPrinter(
     stdout,
     stderr,
     parsed,
     dim,
     question.toWellFormed(),
+    terminal,
   );
   try {
     await client.send({ type: "ask", text: question });
@@ -205,6 +211,8 @@ class TurnPrinter {
     readonly dim: boolean,
     /** The question as the daemon echoes it. */
     readonly question: string,
+    /** Which streams are terminals: text from the daemon is sanitised there, and byte-exact into a pipe. */
+    readonly terminal: { stdout: boolean; stderr: boolean },
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
@@ -212,7 +220,7 @@ class TurnPrinter {
     if (!this.#started) {
       // Only our own commands answer with an error that has no `turn`.
       if (event.type === "error" && event.turn !== true) {
-        await writeAll(this.stderr, `${event.message}\n`);
+        await this.#message(event.message);
         return ASK_EXIT.failed;
       }
       // Another client's question can be echoed between our `hello` and
@@ -230,13 +238,18 @@ class TurnPrinter {
       case "tool":
         if (this.args.think) {
           await this.#closeThink();
-          await this.#err(`[tool ${event.name}${event.done ? " done" : ""}]\n`);
+          await this.#err(
+            `[tool ${this.#forErr(event.name)}${event.done ? " done" : ""}]\n`,
+          );
         }
         return null;
       case "token":
         if (!this.args.json) {
           await this.#closeThink();
-          await writeAll(this.stdout, event.delta);
+          await writeAll(
+            this.stdout,
+            this.terminal.stdout ? sanitize(event.delta) : event.delta,
+          );
         }
         this.#wroteAnswer ||= event.delta !== "";
         return null;
@@ -251,12 +264,8 @@ class TurnPrinter {
         }
         return ASK_EXIT.failed;
       case "error":
-        if (event.turn !== true) {
-          await writeAll(this.stderr, `${event.message}\n`);
-          return ASK_EXIT.failed;
-        }
-        await this.finish();
-        await writeAll(this.stderr, `${event.message}\n`);
+        if (event.turn === true) await this.finish();
+        await this.#message(event.message);
         return ASK_EXIT.failed;
       default:
         return null;
@@ -273,7 +282,16 @@ class TurnPrinter {
 
   async #think(delta: string): Promise<void> {
     this.#thinkOpen = true;
-    await this.#err(delta);
+    await this.#err(this.#forErr(delta));
+  }
+
+  /** A message of the daemon's on its own line of stderr. */
+  #message(message: string): Promise<void> {
+    return writeAll(this.stderr, `${this.#forErr(message)}\n`);
+  }
+
+  #forErr(text: string): string {
+    return this.terminal.stderr ? sanitize(text) : text;
   }
 
   async #closeThink(): Promise<void> {
