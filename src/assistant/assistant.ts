@@ -10,6 +10,7 @@ import {
   type Command,
   DEFAULT_LIST_LIMIT,
   type Event,
+  type HelloPending,
   type PendingView,
   type State,
   type TurnView,
@@ -85,9 +86,7 @@ export class Assistant implements Disposable {
 
   /** The `hello` for a client that just connected. */
   hello(): Event {
-    const pending = this.#reply
-      ? { ...this.#reply.pending, tools: [...this.#reply.pending.tools] }
-      : null;
+    const pending = this.#helloPending();
     return {
       type: "hello",
       state: this.#state,
@@ -99,6 +98,19 @@ export class Assistant implements Disposable {
       turns: this.#current.turns,
       pending,
     };
+  }
+
+  /**
+   * The reply in flight with the conversation it belongs to. One that will
+   * create its conversation while another (a `new` one) is current is left
+   * out: both ids are null, and a client would show it in the wrong one.
+   */
+  #helloPending(): HelloPending | null {
+    const reply = this.#reply;
+    if (!reply) return null;
+    const { conversation, pending } = reply;
+    if (conversation.id === null && conversation !== this.#current) return null;
+    return { id: conversation.id, ...pending, tools: [...pending.tools] };
   }
 
   /** Runs one command and resolves to the answer for the asker, if any. */

@@ -65,7 +65,18 @@ export class Renderer {
       this.#style("dim", `desktop-assistant${model} · /help for commands`),
     );
     out += this.#conversationBody(event.id, event.turns);
-    if (event.pending) out += this.#pending(event.pending, event.state);
+    const pending = event.pending;
+    // A reply that belongs to another conversation is not this one's turn.
+    if (pending && pending.id === event.id) {
+      out += this.#pending(pending, event.state);
+    } else if (pending) {
+      out += this.#line(
+        this.#style(
+          "dim",
+          `[a reply is streaming in conversation #${pending.id}]`,
+        ),
+      );
+    }
     return out;
   }
 

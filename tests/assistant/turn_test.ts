@@ -159,6 +159,7 @@ Deno.test("an ask during a reply stops it first; a late client gets the pending 
   const hello = await late.next("hello");
   assert.equal(hello.state, "thinking");
   assert.deepEqual(hello.pending, {
+    id: null,
     user: "First question",
     reply: "partial answer",
     think: "",
@@ -423,4 +424,68 @@ Deno.test("a literal <think> in an answer is shown and stored whole when the ser
   assert.deepEqual(storedTurns(daemon).map((row) => row.reply), [
     answer.join(""),
   ]);
+});
+
+Deno.test("hello.pending names the reply's conversation: after new during a reply, a late client does not see it as the new one's", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+
+  // A reply in a saved conversation, then `new` while it streams.
+  llm.enqueue(reply({ content: ["saved"] }), hold(["more "]));
+  await client.send({ type: "ask", text: "First" });
+  await client.until(isIdle);
+  await client.send({ type: "ask", text: "Second" });
+  await client.until((e) => e.type === "token");
+  {
+    await using early = await daemon.connect();
+    const hello = await early.next("hello");
+    assert.equal(hello.id, 1);
+    assert.deepEqual(hello.pending, {
+      id: 1,
+      user: "Second",
+      reply: "more ",
+      think: "",
+      tools: [],
+    });
+  }
+  await client.send({ type: "new" });
+  await client.next("conversation");
+  {
+    await using late = await daemon.connect();
+    const hello = await late.next("hello");
+    assert.equal(hello.id, null);
+    assert.deepEqual(hello.turns, []);
+    assert.equal(hello.state, "thinking");
+    assert.equal(hello.pending?.id, 1, "the reply belongs to conversation 1");
+  }
+  await client.send({ type: "stop" });
+  await client.until(isIdle);
+
+  // A reply that will create its conversation, then `new`: both are
+  // unsaved, and the new empty one must not show the other's reply.
+  llm.enqueue(hold(["unsaved "]));
+  await client.send({ type: "ask", text: "Third" });
+  await client.until((e) => e.type === "token");
+  {
+    await using early = await daemon.connect();
+    const hello = await early.next("hello");
+    assert.deepEqual(hello.pending, {
+      id: null,
+      user: "Third",
+      reply: "unsaved ",
+      think: "",
+      tools: [],
+    });
+  }
+  await client.send({ type: "new" });
+  await client.next("conversation");
+  await using late = await daemon.connect();
+  const hello = await late.next("hello");
+  assert.equal(hello.id, null);
+  assert.equal(hello.state, "thinking");
+  assert.equal(hello.pending, null);
+  await client.send({ type: "stop" });
+  await client.until(isIdle);
 });
