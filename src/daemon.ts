@@ -67,7 +67,7 @@ function survivingFaults(): Disposable {
 /** How long shutdown waits for a stopped reply (and a tool being killed) to wind down. */
 const SETTLE_MS = 5000;
 
-/** Resolves true once no reply is in flight, or false after `ms`. */
+/** Resolves true once every reply's run has returned (Assistant.settled, a real wait), or false after `ms`. */
 async function settle(assistant: Assistant, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<false>((resolve) => {

@@ -70,6 +70,8 @@ export class Assistant implements Disposable {
   #current: Conversation = emptyConversation();
   #gen = 0;
   #reply: Reply | null = null;
+  /** Every reply's run until it returns, a stopped one included. */
+  #runs = new Set<Promise<void>>();
   #state: State = "idle";
   #tool: string | null = null;
   #model: string | null = null;
@@ -163,9 +165,15 @@ export class Assistant implements Disposable {
     return this.#reply !== null;
   }
 
-  /** Resolves once no reply is in flight (shutdown and tests). */
+  /**
+   * Resolves once every reply's run has returned (shutdown and tests). This
+   * is a real wait: a stopped reply is no longer the one in flight at once,
+   * but its run still winds down (its request closing, a killed tool's
+   * process ending) until it returns, and shutdown closes the database only
+   * after that (or after its time limit).
+   */
   async settled(): Promise<void> {
-    while (this.#reply) await this.#reply.finished;
+    while (this.#runs.size > 0) await Promise.allSettled(this.#runs);
   }
 
   /** Ends the reply in flight as stopped and kills running tools: for shutdown. */
@@ -233,7 +241,11 @@ export class Assistant implements Disposable {
     this.#reply = reply;
     this.#emit({ type: "user", text });
     this.#setState("thinking");
-    this.#run(reply).finally(resolve);
+    const run = this.#run(reply).finally(() => {
+      this.#runs.delete(run);
+      resolve();
+    });
+    this.#runs.add(run);
   }
 
   #stale(reply: Reply): boolean {
