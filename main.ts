@@ -50,13 +50,23 @@ async function main(args: string[]): Promise<number> {
   }
 }
 
+/** The status of a process ended by SIGPIPE, which a shell reports for `… | head -1`. */
+const BROKEN_PIPE_EXIT = 128 + 13;
+
 if (import.meta.main) {
   let code: number;
   try {
     code = await main(Deno.args);
   } catch (error) {
-    log.error("exit", { code: 1, error: describeError(error) });
-    code = 1;
+    if (error instanceof Deno.errors.BrokenPipe) {
+      // Whoever read the output has gone (`main.ts --help | head -1`): there
+      // is nobody to tell, and nothing went wrong here. Deno ignores SIGPIPE,
+      // so this is where the quiet end that signal gives other tools happens.
+      code = BROKEN_PIPE_EXIT;
+    } else {
+      log.error("exit", { code: 1, error: describeError(error) });
+      code = 1;
+    }
   }
   Deno.exit(code);
 }

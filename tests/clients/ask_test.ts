@@ -358,3 +358,21 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);
 });
+
+Deno.test("ask whose reader went away (ask … | head -1) exits quietly", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["Line one\n", "line two\n"] }));
+  await using daemon = await startDaemon(llm.url);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: clientArgs(daemon.paths.socketPath, ["ask", "Two lines?"]),
+    env: clientEnv(daemon.paths.runtimeDir),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  await child.stdout.cancel();
+  const stderr = await new Response(child.stderr).text();
+  assert.equal(stderr, "");
+  assert.equal((await child.status).code, 141);
+});
