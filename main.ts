@@ -1,6 +1,6 @@
 /**
  * The command line: `serve` (default), `chat`, `ask`, `flags`, `check`, and
- * `launch` (what `deno task start|check|compile` run: it derives the flags and
+ * `launch` (what `deno task check|compile` run: it derives the flags and
  * starts the real command with exactly those). Every command returns its exit
  * code here, and the process ends at the one exit point at the bottom.
  */
@@ -12,9 +12,10 @@ const USAGE = `usage: main.ts [command] [options]
   chat [--no-think]  interactive terminal client
   ask [--think] [--json] "question"
                      print one answer (the question from stdin when omitted)
-  flags [--shell]    print the permission flags the daemon needs
+  flags [--shell|--task]
+                     print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database
-  launch [serve|check|compile]
+  launch check|compile
                      derive the flags and run that command with exactly them`;
 
 async function main(args: string[]): Promise<number> {
@@ -26,8 +27,6 @@ async function main(args: string[]): Promise<number> {
       return await (await import("./src/daemon.ts")).serve();
     case "chat":
       return await (await import("./src/clients/chat.ts")).runChat(rest);
-    case "chat-launch":
-      return await (await import("./src/clients/chat.ts")).launchChat(rest);
     case "ask":
       return await (await import("./src/clients/ask.ts")).runAsk(rest);
     case "flags":

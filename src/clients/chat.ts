@@ -1,16 +1,13 @@
 /**
  * `deno task chat` (`main.ts chat`): the interactive terminal client. On a
  * terminal it edits lines in raw mode; with piped input it takes one line
- * at a time, each once the one before has been answered. `chat-launch`
- * re-runs it with exactly the grants the socket needs.
+ * at a time, each once the one before has been answered. `deno task chat`
+ * runs it with exactly the grants the socket needs (`clientFlags`).
  */
-import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
-import { clientFlags, clientSocketPath, connectOrExplain } from "./client.ts";
+import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
-import { AssistantError } from "../errors.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../server/line_stream.ts";
@@ -185,59 +182,4 @@ function onSigint(session: ChatSession): Disposable {
   return {
     [Symbol.dispose]: () => Deno.removeSignalListener("SIGINT", handler),
   };
-}
-
-/** The command that runs `chat` with exactly the socket's grants. */
-export function chatCommand(
-  args: string[],
-  env?: Env,
-): { command: string; args: string[]; cwd: string } {
-  const socket = clientSocketPath(env);
-  const main = fileURLToPath(new URL("../../main.ts", import.meta.url));
-  // `--allow-run=deno` grants the PATH's deno by name, not Deno.execPath().
-  const self = Deno.execPath();
-  const granted = Deno.permissions.querySync({ name: "run", command: self });
-  return {
-    command: granted.state === "granted" ? self : "deno",
-    args: [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      ...clientFlags(socket),
-      main,
-      "chat",
-      ...args,
-    ],
-    cwd: dirname(main),
-  };
-}
-
-/** `main.ts chat-launch`: runs `chat` in a child with exactly the socket's grants and the terminal inherited; resolves to its exit code. */
-export async function launchChat(
-  args: string[],
-  options: { env?: Env } = {},
-): Promise<number> {
-  let command: ReturnType<typeof chatCommand>;
-  try {
-    command = chatCommand(args, options.env);
-  } catch (error) {
-    if (!(error instanceof AssistantError)) throw error;
-    writeStderr(`${error.message}\n`);
-    return CHAT_EXIT.noDaemon;
-  }
-  // The child owns the terminal and its Ctrl-C; this process only waits.
-  const ignore = () => {};
-  Deno.addSignalListener("SIGINT", ignore);
-  try {
-    const child = new Deno.Command(command.command, {
-      args: command.args,
-      cwd: command.cwd,
-      stdin: "inherit",
-      stdout: "inherit",
-      stderr: "inherit",
-    }).spawn();
-    return (await child.status).code;
-  } finally {
-    Deno.removeSignalListener("SIGINT", ignore);
-  }
 }
