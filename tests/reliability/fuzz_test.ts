@@ -33,7 +33,7 @@ const RSS_SECOND_HALF_LIMIT_KIB = 192 * 1024;
 const rng = seeded(20260801);
 
 /** What one line must get back. `reject` marks lines this suite never sends (a real ask, a real delete). */
-type Answer =
+export type Answer =
   | { kind: "none" }
   | { kind: "reject" }
   | { kind: "error"; message: string; malformed: boolean }
@@ -62,8 +62,11 @@ const isId = (value: unknown): value is number =>
 
 const isLimit = (value: unknown): value is number => isId(value) && value > 0;
 
-/** The protocol's answer to one line (without its newline), from the rules in SPEC §4. */
-function answerTo(bytes: Uint8Array, existing: ReadonlySet<number>): Answer {
+/** The protocol's answer to one line (without its newline), from the rules in SPEC §4; `reject` for lines the suite never sends. */
+export function answerTo(
+  bytes: Uint8Array,
+  existing: ReadonlySet<number>,
+): Answer {
   // A CRLF line end is a line end: its CR is not part of the line.
   const line = bytes.at(-1) === 0x0d ? bytes.subarray(0, -1) : bytes;
   if (line.length > MAX_LINE) return bad("line too long");
@@ -498,7 +501,8 @@ const GENERATORS: [number, Make][] = [
 
 const TOTAL_WEIGHT = GENERATORS.reduce((sum, [weight]) => sum + weight, 0);
 
-function generate(): Uint8Array {
+/** The next seeded hostile line, without its newline. */
+export function generate(): Uint8Array {
   let roll = rng.next() * TOTAL_WEIGHT;
   for (const [weight, make] of GENERATORS) {
     roll -= weight;
