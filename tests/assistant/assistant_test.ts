@@ -4,6 +4,7 @@ import { Assistant, type ModelSource } from "../../src/assistant/assistant.ts";
 import type { Event } from "../../src/protocol.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import { Store } from "../../src/store/store.ts";
+import { TURN_CONFIG } from "../support/turn_config.ts";
 
 const unusedModel: ModelSource = {
   chooseModel: () => Promise.reject(new Error("no model in this test")),
@@ -16,15 +17,7 @@ function brain(store: Store, events: Event[] = []): Assistant {
     llm: unusedModel,
     tools: [],
     emit: (event) => events.push(event),
-    config: {
-      thinking: true,
-      system_prompt: "Be helpful.",
-      history_turns: 10,
-      max_tool_rounds: 8,
-      tool_timeout: 30,
-      tool_output_limit: 16384,
-      request: {},
-    },
+    config: TURN_CONFIG,
   });
 }
 
@@ -110,15 +103,7 @@ Deno.test("settled waits for a stopped reply to wind down: shutdown's wait is re
     },
     tools: [],
     emit: (event) => events.push(event),
-    config: {
-      thinking: true,
-      system_prompt: "Be helpful.",
-      history_turns: 10,
-      max_tool_rounds: 8,
-      tool_timeout: 30,
-      tool_output_limit: 16384,
-      request: {},
-    },
+    config: TURN_CONFIG,
     // A tool that takes its time to end once killed, as a process does.
     runTool: async (_tools, _name, _args, options) => {
       options.signal?.addEventListener("abort", () => toolKilled.resolve());

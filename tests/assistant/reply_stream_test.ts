@@ -4,6 +4,7 @@ import type { ChatMessage, ToolCall } from "../../src/llm/chat_types.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import { type ModelSource, runReply } from "../../src/assistant/reply.ts";
 import type { Event, PendingView } from "../../src/protocol.ts";
+import { TURN_CONFIG } from "../support/turn_config.ts";
 
 /** A model source that answers each request with the next list of deltas and records the bodies. */
 function scripted(
@@ -56,15 +57,7 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
   };
   const result = await runReply({
     llm,
-    config: {
-      thinking: false,
-      system_prompt: "Be brief.",
-      history_turns: 10,
-      max_tool_rounds: 8,
-      tool_timeout: 30,
-      tool_output_limit: 16384,
-      request: {},
-    },
+    config: { ...TURN_CONFIG, thinking: false },
     schemas: [{ type: "function", function: { name: "weather" } }],
     runTool: (call) => {
       calls.push(call);

@@ -6,6 +6,7 @@
 import { Daemon, daemonEnv, inheritedEnv } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { SocketClient } from "../support/socket_client.ts";
+import { argvOf, descendants } from "../support/process_tree.ts";
 import { answerTo, generate } from "../reliability/fuzz_test.ts";
 import { type GroupResult, mb, progress, ratio, within } from "./report.ts";
 import { rss } from "./process_bench.ts";
@@ -35,21 +36,6 @@ export interface TreeMemory {
   sharedOnce: number;
 }
 
-function parents(): Map<number, number> {
-  const map = new Map<number, number>();
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      map.set(Number(entry.name), ppid);
-    } catch {
-      // Gone since the listing.
-    }
-  }
-  return map;
-}
-
 function rollup(pid: number, field: string): number {
   const text = Deno.readTextFileSync(`/proc/${pid}/smaps_rollup`);
   const kb = Number(
@@ -60,11 +46,7 @@ function rollup(pid: number, field: string): number {
 
 /** The memory of `root` and every process below it. */
 export function treeMemory(root: number): TreeMemory {
-  const parentOf = parents();
-  const pids = [root];
-  for (let i = 0; i < pids.length; i++) {
-    for (const [pid, ppid] of parentOf) if (ppid === pids[i]) pids.push(pid);
-  }
+  const pids = [root, ...descendants(root)];
   let total = 0;
   let own = 0;
   let shared = 0;
@@ -76,7 +58,7 @@ export function treeMemory(root: number): TreeMemory {
       shared,
       rollup(pid, "Shared_Clean") + rollup(pid, "Shared_Dirty"),
     );
-    const argv = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+    const argv = argvOf(pid);
     const name = argv.slice(1, 3).join(" ") || argv[0] || String(pid);
     return { pid, rss: bytes, name };
   });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseChatArgs } from "../../src/clients/chat.ts";
+import { argvOf, descendants } from "../support/process_tree.ts";
 import { clientFlags, noDaemonMessage } from "../../src/clients/client.ts";
 import {
   clientArgs,
@@ -307,36 +308,6 @@ Deno.test("chat says so and exits 2 when the daemon goes away", async () => {
   );
 });
 
-/** The pids below `root`, from /proc. */
-async function descendants(root: number): Promise<number[]> {
-  const parents = new Map<number, number>();
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
-      parents.set(
-        Number(entry.name),
-        Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]),
-      );
-    } catch {
-      // Gone since the listing.
-    }
-  }
-  const found: number[] = [];
-  for (let at = [root]; at.length > 0;) {
-    at = [...parents].filter(([, ppid]) => at.includes(ppid)).map(([pid]) =>
-      pid
-    );
-    found.push(...at);
-  }
-  return found;
-}
-
-async function argvOf(pid: number): Promise<string[]> {
-  return (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0")
-    .slice(0, -1);
-}
-
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
 Deno.test({
@@ -352,15 +323,13 @@ Deno.test({
       { env: clientEnv(daemon.paths.runtimeDir), pty: true },
     );
     let at = await chat.waitFor(/> \r/);
-    const below = await descendants(chat.child.pid);
-    const task = [];
-    for (const pid of below) {
-      if ((await argvOf(pid)).slice(1, 2).join() === "task") task.push(pid);
-    }
+    const task = descendants(chat.child.pid).filter((pid) =>
+      argvOf(pid)[1] === "task"
+    );
     assert.equal(task.length, 1, "one deno task");
-    const [client, ...more] = await descendants(task[0]!);
+    const [client, ...more] = descendants(task[0]!);
     assert.deepEqual(more, [], "nothing but the client below deno task");
-    const argv = await argvOf(client!);
+    const argv = argvOf(client!);
     assert.deepEqual(argv.slice(1), [
       "run",
       "--quiet",

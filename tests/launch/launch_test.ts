@@ -16,6 +16,7 @@ import { V8_FLAGS } from "../../src/launch/permissions.ts";
 import { daemonEnv, exists, inheritedEnv } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { SocketClient } from "../support/socket_client.ts";
+import { argvOf, descendants } from "../support/process_tree.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -252,34 +253,6 @@ Deno.test("main.ts flags prints the scoped grants of a sample config, and --shel
   );
 });
 
-/** The pids below `root`, from /proc, each with its parent. */
-async function descendants(root: number): Promise<number[]> {
-  const parents = new Map<number, number>();
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      parents.set(Number(entry.name), ppid);
-    } catch {
-      // Gone since the listing.
-    }
-  }
-  const found: number[] = [];
-  for (let at = [root]; at.length > 0;) {
-    at = [...parents].filter(([, ppid]) => at.includes(ppid)).map(([pid]) =>
-      pid
-    );
-    found.push(...at);
-  }
-  return found;
-}
-
-async function argvOf(pid: number): Promise<string[]> {
-  return (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0")
-    .slice(0, -1);
-}
-
 Deno.test("deno task start runs the daemon with exactly the derived flags and no launcher; a turn with a tool call completes; SIGTERM and SIGINT reach it", async () => {
   await using llm = await FakeLlm.start();
   await using home = await makeHome(
@@ -297,8 +270,8 @@ Deno.test("deno task start runs the daemon with exactly the derived flags and no
   await client.send({ type: "ping" });
   const pong = await client.next("pong");
   // `deno task` and the daemon: nothing else stays resident.
-  assert.deepEqual(await descendants(task.child.pid), [pong.pid]);
-  const argv = await argvOf(pong.pid);
+  assert.deepEqual(descendants(task.child.pid), [pong.pid]);
+  const argv = argvOf(pong.pid);
   const from = argv.indexOf("--no-prompt");
   assert.deepEqual(argv.slice(1, from + 1), ["run", "--no-prompt"]);
   assert.deepEqual(argv.slice(from + 1), [...flags, "main.ts", "serve"]);

@@ -9,6 +9,7 @@ import { AssistantError } from "../../src/errors.ts";
 import { type LogSink, setLogSink } from "../../src/log.ts";
 import { Server } from "../../src/server/server.ts";
 import { SocketClient } from "../support/socket_client.ts";
+import { TURN_CONFIG } from "../support/turn_config.ts";
 
 function turn(user: string, reply: string): StoredTurn {
   return {
@@ -294,15 +295,7 @@ Deno.test("search worker: through the socket, a crash is answered search failed 
     tools: [],
     searcher: worker,
     emit: (event) => server?.broadcast(event),
-    config: {
-      thinking: true,
-      system_prompt: "",
-      history_turns: 10,
-      max_tool_rounds: 8,
-      tool_timeout: 30,
-      tool_output_limit: 16384,
-      request: {},
-    },
+    config: TURN_CONFIG,
   });
   await using listening = await Server.listen({
     path: join(tmp.dir, "s.sock"),
