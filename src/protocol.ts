@@ -59,6 +59,11 @@ export interface PendingView {
   replaces?: true;
 }
 
+/** The reply in flight as `hello` shows it: `id` is its conversation, null for the unsaved current one it will create. */
+export interface HelloPending extends PendingView {
+  id: number | null;
+}
+
 /** Daemon activity shown by clients. */
 export type State = "idle" | "thinking" | "tool";
 
@@ -73,7 +78,7 @@ export type Event =
     ctx_max: number | null;
     id: number | null;
     turns: TurnView[];
-    pending: PendingView | null;
+    pending: HelloPending | null;
     private?: true;
   }
   | { type: "state"; state: State; tool?: string }

@@ -29,6 +29,10 @@ const ROW_IDS = [
   "startup",
   "memory.idle",
   "memory.growth",
+  "memory.leak",
+  "tasks.start",
+  "tasks.chat",
+  "memory.fuzz",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

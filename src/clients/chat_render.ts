@@ -4,6 +4,9 @@
  * status line, errors in red. Pure: it returns text and tracks the column.
  */
 import type { Event, PendingView, TurnView } from "../protocol.ts";
+import { sanitize } from "./terminal_text.ts";
+
+export { sanitize };
 
 /** Options of a {@link Renderer}. */
 export interface RendererOptions {
@@ -28,14 +31,6 @@ const STYLE = {
   yellow: "\x1b[33m",
   reset: "\x1b[0m",
 };
-
-// deno-lint-ignore no-control-regex
-const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
-
-/** Removes control characters (escape sequences included) but newlines and tabs: text from the model never drives the terminal. */
-export function sanitize(text: string): string {
-  return text.replace(/\r\n?/g, "\n").replace(CONTROLS, "");
-}
 
 /** Local `YYYY-MM-DD HH:MM` of a Unix time in seconds. */
 export function formatTime(seconds: number): string {
@@ -72,7 +67,18 @@ export class Renderer {
       this.#style("dim", `desktop-assistant${model} · /help for commands`),
     );
     out += this.#conversationBody(event.id, event.turns, event.private);
-    if (event.pending) out += this.#pending(event.pending, event.state);
+    const pending = event.pending;
+    // A reply that belongs to another conversation is not this one's turn.
+    if (pending && pending.id === event.id) {
+      out += this.#pending(pending, event.state);
+    } else if (pending) {
+      out += this.#line(
+        this.#style(
+          "dim",
+          `[a reply is streaming in conversation #${pending.id}]`,
+        ),
+      );
+    }
     return out;
   }
 

@@ -44,7 +44,7 @@ export interface ServerOptions {
   maxClients: number;
   /** Default 2000: a client whose socket accepts no write for this long is dropped. */
   stallMs?: number;
-  /** Default 4 MiB: a client with more unsent bytes than this is dropped. */
+  /** Default 4 MiB: a client is dropped when more than this piles up (besides one event of any size) while its socket accepts nothing. */
   maxBacklog?: number;
   /** Default MAX_LINE_BYTES: longer inbound lines are answered `line too long`. */
   maxLineBytes?: number;

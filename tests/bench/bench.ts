@@ -16,6 +16,7 @@ import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
 import { PROCESS_SIZES, processBenchmarks } from "./process_bench.ts";
+import { FOOTPRINT_SIZES, footprintBenchmarks } from "./footprint_bench.ts";
 import {
   type GroupResult,
   machine,
@@ -35,6 +36,7 @@ export const GROUPS = [
   "contention",
   "catalog",
   "process",
+  "footprint",
 ] as const;
 
 /** One group's name. */
@@ -180,6 +182,8 @@ export async function runBench(
         return await catalogBenchmarks({ ...history, mode }, options.smoke);
       case "process":
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
+      case "footprint":
+        return await footprintBenchmarks(FOOTPRINT_SIZES[mode], options.smoke);
     }
   };
   try {

@@ -79,7 +79,13 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
     ctx_max: null,
     id: 7,
     turns: [{ user: "Hi", reply: "Hello.", tools: [] }],
-    pending: { user: "Time?", reply: "", think: "Check.", tools: ["date"] },
+    pending: {
+      id: 7,
+      user: "Time?",
+      reply: "",
+      think: "Check.",
+      tools: ["date"],
+    },
   });
   assert.equal(
     out,
@@ -91,6 +97,29 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
   assert.equal(
     renderer.event({ type: "tool", name: "date", done: true }),
     " done\n",
+  );
+});
+
+Deno.test("hello leaves out a reply in flight that belongs to another conversation", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const out = renderer.hello({
+    type: "hello",
+    state: "thinking",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    id: null,
+    turns: [],
+    pending: { id: 3, user: "Elsewhere?", reply: "Par", think: "", tools: [] },
+  });
+  assert.equal(
+    out,
+    "desktop-assistant · /help for commands\n" +
+      "[a reply is streaming in conversation #3]\n",
   );
 });
 
