@@ -91,11 +91,24 @@ alive() {
   [ "${stat%% *}" != Z ]
 }
 
-# The pid in the pid file when that process lives.
+# Whether process $1 is this daemon, by its command line in /proc: this
+# binary, or deno running this main.ts, with `serve`. A pid file outlives a
+# crash, and the system may since have given its number to anything else.
+ours() {
+  local args=() i
+  mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
+  [ "${args[0]:-}" = "$binary" ] && [ "${args[1]:-}" = serve ] && return 0
+  for ((i = 1; i + 1 < ${#args[@]}; i++)); do
+    [ "${args[i]}" = "$main" ] && [ "${args[i + 1]}" = serve ] && return 0
+  done
+  return 1
+}
+
+# The pid in the pid file when that process lives and is this daemon.
 live_pid() {
   local pid
   pid=$(cat "$pid_file" 2>/dev/null) || return 1
-  [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" && printf '%s\n' "$pid"
+  [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" && ours "$pid" && printf '%s\n' "$pid"
 }
 
 ping_script='const conn = await Deno.connect({ transport: "unix", path: Deno.args[0] });

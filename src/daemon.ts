@@ -64,10 +64,15 @@ function survivingFaults(): Disposable {
   };
 }
 
+function granted(variable: string): boolean {
+  return Deno.permissions.querySync({ name: "env", variable }).state ===
+    "granted";
+}
+
 /** How long shutdown waits for a stopped reply (and a tool being killed) to wind down. */
 const SETTLE_MS = 5000;
 
-/** Resolves true once no reply is in flight, or false after `ms`. */
+/** Resolves true once every reply's run has returned (Assistant.settled, a real wait), or false after `ms`. */
 async function settle(assistant: Assistant, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<false>((resolve) => {
@@ -85,6 +90,13 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // Both first, so a signal or a fault during start-up is handled as later.
   using stopSignals = options.stop ? null : signals();
   using _faults = survivingFaults();
+  if (!options.env && !granted("XDG_RUNTIME_DIR")) {
+    // No grant at all: the flags never came (deno task start's derivation
+    // failed, and said why above), rather than one being too narrow.
+    throw new AssistantError(
+      "Started without its permission flags: start the daemon with deno task start or assistant.sh start, which derive them (main.ts flags prints them)",
+    );
+  }
   const paths = resolvePaths(options.env);
   const { config, warnings, file } = await loadConfig(paths);
   for (const warning of warnings) log.warn(warning);

@@ -29,6 +29,10 @@ const ROW_IDS = [
   "startup",
   "memory.idle",
   "memory.growth",
+  "memory.leak",
+  "tasks.start",
+  "tasks.chat",
+  "memory.fuzz",
   "context.choose",
   "context.first_token",
 ];

@@ -1,13 +1,16 @@
 /**
  * `main.ts ask "question"`: one answer on stdout for scripts. Only the
- * events of this client's own turn count: it starts with the `user` echo
- * that follows the `ask` and ends at the next `done` or turn `error`.
+ * events of this client's own turn count: the `ask` carries a fresh ref, and
+ * the turn runs from the `user` echo with that ref to the `done` or turn
+ * `error` with it. Another client's turn, even with the same question, is
+ * never taken for this one.
  */
 import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
-import type { Event } from "../protocol.ts";
+import type { Event, Ref } from "../protocol.ts";
 import { writeAll, type Writer } from "../write_all.ts";
+import { sanitize } from "./terminal_text.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
 export interface AskOptions {
@@ -18,6 +21,8 @@ export interface AskOptions {
   stderr?: Writer;
   /** Dim the reasoning on stderr; default: stderr is a terminal and NO_COLOR is unset. */
   dimStderr?: boolean;
+  /** Whether stdout, and stderr, are terminals: daemon text written there is sanitised as chat does; default: asks each stream. */
+  terminal?: { stdout: boolean; stderr: boolean };
   /** Aborts like Ctrl-C; default: SIGINT. */
   interrupt?: AbortSignal;
 }
@@ -147,15 +152,12 @@ export async function runAsk(
 
   const dim = options.dimStderr ??
     (Deno.stderr.isTerminal() && !Deno.noColor);
-  const turn = new TurnPrinter(
-    stdout,
-    stderr,
-    parsed,
-    dim,
-    question.toWellFormed(),
-  );
+  const ref = client.nextRef();
+  const terminal = options.terminal ??
+    { stdout: Deno.stdout.isTerminal(), stderr: Deno.stderr.isTerminal() };
+  const turn = new TurnPrinter(stdout, stderr, parsed, dim, ref, terminal);
   try {
-    await client.send({ type: "ask", text: question });
+    await client.send({ type: "ask", text: question, ref });
   } catch (error) {
     if (!(error instanceof AssistantError)) throw error;
     await writeAll(stderr, `${error.message}\n`);
@@ -203,22 +205,28 @@ class TurnPrinter {
     readonly stderr: Writer,
     readonly args: AskArgs,
     readonly dim: boolean,
-    /** The question as the daemon echoes it. */
-    readonly question: string,
+    /** The ref our `ask` carries, and so its answers and turn. */
+    readonly ref: Ref,
+    /** Which streams are terminals: text from the daemon is sanitised there, and byte-exact into a pipe. */
+    readonly terminal: { stdout: boolean; stderr: boolean },
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
   async take(event: Event): Promise<number | null> {
+    const ours = "ref" in event && event.ref === this.ref;
     if (!this.#started) {
-      // Only our own commands answer with an error that has no `turn`.
-      if (event.type === "error" && event.turn !== true) {
-        await writeAll(this.stderr, `${event.message}\n`);
+      // Another client's turn can be under way before ours starts; its
+      // events (and the stop our ask gives it) are not ours.
+      if (!ours) return null;
+      if (event.type === "error") {
+        await this.#message(event.message);
         return ASK_EXIT.failed;
       }
-      // Another client's question can be echoed between our `hello` and
-      // ours; its reply (and the stop our ask gives it) is not ours.
-      if (event.type !== "user" || event.text !== this.question) return null;
+      if (event.type !== "user") return null;
       this.#started = true;
+    } else if ((event.type === "done" || event.type === "error") && !ours) {
+      // Ours ends with its own ref; nothing else can end it.
+      return null;
     }
     if (this.args.json) {
       await writeAll(this.stdout, JSON.stringify(event) + "\n");
@@ -230,13 +238,18 @@ class TurnPrinter {
       case "tool":
         if (this.args.think) {
           await this.#closeThink();
-          await this.#err(`[tool ${event.name}${event.done ? " done" : ""}]\n`);
+          await this.#err(
+            `[tool ${this.#forErr(event.name)}${event.done ? " done" : ""}]\n`,
+          );
         }
         return null;
       case "token":
         if (!this.args.json) {
           await this.#closeThink();
-          await writeAll(this.stdout, event.delta);
+          await writeAll(
+            this.stdout,
+            this.terminal.stdout ? sanitize(event.delta) : event.delta,
+          );
         }
         this.#wroteAnswer ||= event.delta !== "";
         return null;
@@ -260,12 +273,8 @@ class TurnPrinter {
         }
         return ASK_EXIT.failed;
       case "error":
-        if (event.turn !== true) {
-          await writeAll(this.stderr, `${event.message}\n`);
-          return ASK_EXIT.failed;
-        }
-        await this.finish();
-        await writeAll(this.stderr, `${event.message}\n`);
+        if (event.turn === true) await this.finish();
+        await this.#message(event.message);
         return ASK_EXIT.failed;
       default:
         return null;
@@ -282,7 +291,16 @@ class TurnPrinter {
 
   async #think(delta: string): Promise<void> {
     this.#thinkOpen = true;
-    await this.#err(delta);
+    await this.#err(this.#forErr(delta));
+  }
+
+  /** A message of the daemon's on its own line of stderr. */
+  #message(message: string): Promise<void> {
+    return writeAll(this.stderr, `${this.#forErr(message)}\n`);
+  }
+
+  #forErr(text: string): string {
+    return this.terminal.stderr ? sanitize(text) : text;
   }
 
   async #closeThink(): Promise<void> {

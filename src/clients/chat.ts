@@ -1,16 +1,14 @@
 /**
  * `deno task chat` (`main.ts chat`): the interactive terminal client. On a
  * terminal it edits lines in raw mode; with piped input it takes one line
- * at a time, each once the one before has been answered. `chat-launch`
- * re-runs it with exactly the grants the socket needs.
+ * at a time, each once the one before has been answered. `deno task chat`
+ * runs it with exactly the grants the socket needs (`clientFlags`).
  */
-import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { resolve } from "node:path";
 import { Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
-import { clientFlags, clientSocketPath, connectOrExplain } from "./client.ts";
+import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
-import { AssistantError } from "../errors.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../server/line_stream.ts";
@@ -38,7 +36,7 @@ export interface ChatOptions {
   signals?: boolean;
 }
 
-const USAGE = "usage: main.ts chat [--no-think]";
+const USAGE = "usage: main.ts chat [--no-think] [--export-dir DIR]";
 const PROMPT_PLAIN = "> ";
 const PROMPT_COLOR = "\x1b[1m>\x1b[0m ";
 const MAX_INPUT_LINE = 1024 * 1024;
@@ -69,14 +67,29 @@ function terminalColumns(): number {
   }
 }
 
-/** Parses chat's arguments: `{ think }`; TypeError naming an unknown one. */
-export function parseChatArgs(args: string[]): { think: boolean } {
-  let think = true;
-  for (const arg of args) {
-    if (arg === "--no-think") think = false;
-    else throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
+/** The parsed arguments of `chat`. */
+export interface ChatArgs {
+  think: boolean;
+  /** Where `/export N file` writes (as given; relative to where chat starts). */
+  exportDir: string | null;
+}
+
+/** Parses chat's arguments; TypeError naming an unknown one. */
+export function parseChatArgs(args: string[]): ChatArgs {
+  const parsed: ChatArgs = { think: true, exportDir: null };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--no-think") {
+      parsed.think = false;
+    } else if (arg === "--export-dir" || arg.startsWith("--export-dir=")) {
+      const dir = arg === "--export-dir" ? args[++i] : arg.slice(13);
+      if (!dir) throw new TypeError(`--export-dir needs a directory: ${USAGE}`);
+      parsed.exportDir = dir;
+    } else {
+      throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
+    }
   }
-  return { think };
+  return parsed;
 }
 
 /** Runs the interactive client; resolves to the exit code: 0 on /quit, Ctrl-D or end of input, 2 when no daemon answers or it goes away, 130 on Ctrl-C at the prompt. */
@@ -86,8 +99,9 @@ export async function runChat(
 ): Promise<number> {
   const err = options.writeError ?? writeStderr;
   let think: boolean;
+  let exportDir: string | null;
   try {
-    ({ think } = parseChatArgs(args));
+    ({ think, exportDir } = parseChatArgs(args));
   } catch (error) {
     err(`${(error as Error).message}\n`);
     return CHAT_EXIT.usage;
@@ -110,6 +124,7 @@ export async function runChat(
     err,
     prompt: colors ? PROMPT_COLOR : PROMPT_PLAIN,
     columns: options.columns ?? terminalColumns,
+    exportDir: exportDir === null ? null : resolve(exportDir),
   });
   using _signals = options.signals === false ? null : onSigint(session);
 
@@ -185,59 +200,4 @@ function onSigint(session: ChatSession): Disposable {
   return {
     [Symbol.dispose]: () => Deno.removeSignalListener("SIGINT", handler),
   };
-}
-
-/** The command that runs `chat` with exactly the socket's grants. */
-export function chatCommand(
-  args: string[],
-  env?: Env,
-): { command: string; args: string[]; cwd: string } {
-  const socket = clientSocketPath(env);
-  const main = fileURLToPath(new URL("../../main.ts", import.meta.url));
-  // `--allow-run=deno` grants the PATH's deno by name, not Deno.execPath().
-  const self = Deno.execPath();
-  const granted = Deno.permissions.querySync({ name: "run", command: self });
-  return {
-    command: granted.state === "granted" ? self : "deno",
-    args: [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      ...clientFlags(socket),
-      main,
-      "chat",
-      ...args,
-    ],
-    cwd: dirname(main),
-  };
-}
-
-/** `main.ts chat-launch`: runs `chat` in a child with exactly the socket's grants and the terminal inherited; resolves to its exit code. */
-export async function launchChat(
-  args: string[],
-  options: { env?: Env } = {},
-): Promise<number> {
-  let command: ReturnType<typeof chatCommand>;
-  try {
-    command = chatCommand(args, options.env);
-  } catch (error) {
-    if (!(error instanceof AssistantError)) throw error;
-    writeStderr(`${error.message}\n`);
-    return CHAT_EXIT.noDaemon;
-  }
-  // The child owns the terminal and its Ctrl-C; this process only waits.
-  const ignore = () => {};
-  Deno.addSignalListener("SIGINT", ignore);
-  try {
-    const child = new Deno.Command(command.command, {
-      args: command.args,
-      cwd: command.cwd,
-      stdin: "inherit",
-      stdout: "inherit",
-      stderr: "inherit",
-    }).spawn();
-    return (await child.status).code;
-  } finally {
-    Deno.removeSignalListener("SIGINT", ignore);
-  }
 }

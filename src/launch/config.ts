@@ -24,6 +24,8 @@ export interface Config {
   tool_group_kill: boolean;
   stall_timeout: number;
   max_clients: number;
+  /** After a conversation's first reply, ask the model for a short title. */
+  auto_title: boolean;
   tools_dirs: string[];
   request: Record<string, unknown>;
 }
@@ -53,6 +55,7 @@ export function defaultConfig(paths: Paths): Config {
     tool_group_kill: false,
     stall_timeout: 180,
     max_clients: 32,
+    auto_title: false,
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
     request: {},
   };
@@ -183,6 +186,7 @@ const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
     ok: isSeconds,
   },
   max_clients: { expected: "an integer >= 1", ok: (v) => isInt(v) && v >= 1 },
+  auto_title: { expected: "a boolean", ok: (v) => typeof v === "boolean" },
   tools_dirs: {
     expected: "an array of non-empty strings",
     ok: (v) =>

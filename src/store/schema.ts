@@ -44,6 +44,25 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE deleted_conversations(
      id INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE);
    INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 0);`,
+  // Ids never come back after a delete (a client holding an old list must
+  // not open or delete a stranger): AUTOINCREMENT, which needs the table
+  // rebuilt. migrate() lifts the foreign keys around it, so the DROP leaves
+  // turns and deleted_conversations alone; their REFERENCES name the table,
+  // which the rename brings back. sqlite_sequence starts at the highest id
+  // kept (an id deleted before this version was recorded nowhere).
+  `CREATE TABLE conversations_v4(id INTEGER PRIMARY KEY AUTOINCREMENT,
+                                 title TEXT, created INTEGER, updated INTEGER);
+   INSERT INTO conversations_v4(id, title, created, updated)
+     SELECT id, title, created, updated FROM conversations;
+   DROP TABLE conversations;
+   ALTER TABLE conversations_v4 RENAME TO conversations;
+   CREATE INDEX conversations_updated ON conversations(updated, id);`,
+  // Each turn records when it was saved (`at`, Unix seconds). Turns saved
+  // before take their conversation's `updated` as it was then, kept once per
+  // conversation in `legacy_at`, so no turn row is rewritten here.
+  `ALTER TABLE turns ADD COLUMN at INTEGER;
+   ALTER TABLE conversations ADD COLUMN legacy_at INTEGER;
+   UPDATE conversations SET legacy_at = updated;`,
   // Each turn's size in the model's tokens, measured when it was saved; NULL
   // for turns saved before, which the reply loop estimates instead.
   `ALTER TABLE turns ADD COLUMN tokens INTEGER;`,
@@ -59,6 +78,11 @@ export interface Statements {
   touchConversation: StatementSync;
   nextSeq: StatementSync;
   insertTurn: StatementSync;
+  lastTurn: StatementSync;
+  replaceTurn: StatementSync;
+  rename: StatementSync;
+  record: StatementSync;
+  recordTurns: StatementSync;
   list: StatementSync;
   turnsOf: StatementSync;
   exists: StatementSync;
@@ -88,8 +112,29 @@ export function prepareStatements(db: DatabaseSync): Statements {
       "SELECT coalesce(max(seq), 0) + 1 AS seq FROM turns WHERE conv = ?",
     ),
     insertTurn: db.prepare(
-      `INSERT INTO turns(conv, seq, user, reply, tools, messages, tokens)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages, at, tokens)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    lastTurn: db.prepare(
+      `SELECT id, seq, user FROM turns WHERE conv = ?
+       ORDER BY seq DESC, id DESC LIMIT 1`,
+    ),
+    // The row keeps its id and seq; the update trigger re-indexes its text.
+    replaceTurn: db.prepare(
+      `UPDATE turns SET user = ?, reply = ?, tools = ?, messages = ?, at = ?,
+                        tokens = ?
+       WHERE id = ?`,
+    ),
+    rename: db.prepare(
+      `UPDATE conversations SET title = ? WHERE id = ? AND ${live}`,
+    ),
+    record: db.prepare(
+      `SELECT title, created, updated, coalesce(legacy_at, updated) AS legacy
+       FROM conversations WHERE id = ? AND ${live}`,
+    ),
+    recordTurns: db.prepare(
+      `SELECT id, user, reply, tools, at FROM turns
+       WHERE conv = ? ORDER BY seq, id`,
     ),
     list: db.prepare(
       `SELECT id, title, updated FROM conversations WHERE ${live}
@@ -128,8 +173,15 @@ export function prepareStatements(db: DatabaseSync): Statements {
   };
 }
 
-/** Applies the migrations the file lacks, each in its own transaction. */
-export function migrate(db: DatabaseSync, path: string): void {
+/**
+ * Applies the migrations the file lacks, each in its own transaction, up to
+ * `target` (this code's version unless a test makes an older file).
+ */
+export function migrate(
+  db: DatabaseSync,
+  path: string,
+  target: number = MIGRATIONS.length,
+): void {
   const version = Number(
     db.prepare("PRAGMA user_version").get()?.user_version ?? 0,
   );
@@ -138,22 +190,42 @@ export function migrate(db: DatabaseSync, path: string): void {
       `The history database ${path} has schema version ${version}, newer than this daemon's ${MIGRATIONS.length}; upgrade the daemon.`,
     );
   }
-  for (let v = version; v < MIGRATIONS.length; v++) {
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      db.exec(MIGRATIONS[v] ?? "");
-      db.exec(`PRAGMA user_version = ${v + 1}`);
-      db.exec("COMMIT");
-    } catch (error) {
-      if (db.isTransaction) db.exec("ROLLBACK");
-      throw new AssistantError(
-        `Cannot migrate the history database ${path} to schema version ${
-          v + 1
-        }; restore it from a backup or move it aside.`,
-        { cause: error },
-      );
+  if (version >= target) return;
+  // A migration may rebuild a table others reference, which with foreign
+  // keys on would cascade its DROP into theirs: SQLite's way is to lift them
+  // for the change (they cannot change inside a transaction) and check every
+  // key before the commit instead.
+  const enforced =
+    Number(db.prepare("PRAGMA foreign_keys").get()?.foreign_keys) === 1;
+  if (enforced) db.exec("PRAGMA foreign_keys = OFF");
+  try {
+    for (let v = version; v < target; v++) {
+      db.exec("BEGIN IMMEDIATE");
+      try {
+        db.exec(MIGRATIONS[v] ?? "");
+        const broken = db.prepare("PRAGMA foreign_key_check").all();
+        if (broken.length > 0) {
+          throw new Error(
+            `${broken.length} rows would break a foreign key, the first in ${
+              String(broken[0]?.table)
+            }`,
+          );
+        }
+        db.exec(`PRAGMA user_version = ${v + 1}`);
+        db.exec("COMMIT");
+      } catch (error) {
+        if (db.isTransaction) db.exec("ROLLBACK");
+        throw new AssistantError(
+          `Cannot migrate the history database ${path} to schema version ${
+            v + 1
+          }; restore it from a backup or move it aside.`,
+          { cause: error },
+        );
+      }
+      log.info("history schema migrated", { version: v + 1 });
     }
-    log.info("history schema migrated", { version: v + 1 });
+  } finally {
+    if (enforced) db.exec("PRAGMA foreign_keys = ON");
   }
 }
 

@@ -17,6 +17,7 @@ import { catalogBenchmarks } from "./catalog_bench.ts";
 import { CONTEXT_SIZES, contextBenchmarks } from "./context_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
 import { PROCESS_SIZES, processBenchmarks } from "./process_bench.ts";
+import { FOOTPRINT_SIZES, footprintBenchmarks } from "./footprint_bench.ts";
 import {
   type GroupResult,
   machine,
@@ -36,6 +37,7 @@ export const GROUPS = [
   "contention",
   "catalog",
   "process",
+  "footprint",
   "context",
 ] as const;
 
@@ -182,6 +184,8 @@ export async function runBench(
         return await catalogBenchmarks({ ...history, mode }, options.smoke);
       case "process":
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
+      case "footprint":
+        return await footprintBenchmarks(FOOTPRINT_SIZES[mode], options.smoke);
       case "context":
         return await contextBenchmarks(CONTEXT_SIZES[mode], options.smoke);
     }

@@ -142,7 +142,13 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
     ctx_total: null,
     id: 7,
     turns: [{ user: "Hi", reply: "Hello.", tools: [] }],
-    pending: { user: "Time?", reply: "", think: "Check.", tools: ["date"] },
+    pending: {
+      id: 7,
+      user: "Time?",
+      reply: "",
+      think: "Check.",
+      tools: ["date"],
+    },
   });
   assert.equal(
     out,
@@ -154,6 +160,31 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
   assert.equal(
     renderer.event({ type: "tool", name: "date", done: true }),
     " done\n",
+  );
+});
+
+Deno.test("hello leaves out a reply in flight that belongs to another conversation", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const out = renderer.hello({
+    type: "hello",
+    state: "thinking",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
+    id: null,
+    turns: [],
+    pending: { id: 3, user: "Elsewhere?", reply: "Par", think: "", tools: [] },
+  });
+  assert.equal(
+    out,
+    "desktop-assistant · /help for commands\n" +
+      "[a reply is streaming in conversation #3]\n",
   );
 });
 
@@ -205,4 +236,59 @@ Deno.test("text from the daemon cannot carry escape sequences to the terminal", 
   const out = render([{ type: "token", delta: "\x1b[2Jx" }]);
   assert.equal(out, "[2Jx");
   assert.equal(modelName("/srv/models/Qwen3-8B.Q4.gguf"), "Qwen3-8B.Q4");
+});
+
+Deno.test("a retry says it replaces the last turn, and a stopped one that the last turn stays", () => {
+  const out = render([
+    { type: "user", text: "Again?", replaces: true, ref: "r" },
+    { type: "token", delta: "Half" },
+    { type: "done", id: 2, stopped: true, ref: "r" },
+    { type: "user", text: "New?" },
+    { type: "done", id: 2, stopped: true },
+  ]);
+  assert.equal(
+    out,
+    "> Again? (replaces the last turn)\nHalf\n[stopped: the last turn stays]\n\n" +
+      "> New?\n[stopped]\n\n",
+  );
+});
+
+Deno.test("a private conversation says so in its header, on connect and on switching", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const hello = renderer.hello({
+    type: "hello",
+    state: "idle",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
+    id: null,
+    turns: [{ user: "Secret?", reply: "Kept in memory.", tools: [] }],
+    pending: null,
+    private: true,
+  });
+  assert.equal(
+    hello,
+    "desktop-assistant · /help for commands\n" +
+      "── private conversation · not saved · 1 turn ──\n" +
+      "> Secret?\nKept in memory.\n\n",
+  );
+  assert.equal(
+    renderer.event({
+      type: "conversation",
+      id: null,
+      turns: [],
+      private: true,
+    }),
+    "── private conversation · not saved ──\n",
+  );
+  assert.equal(
+    renderer.event({ type: "renamed", id: 3, title: "A\nnew  name" }),
+    '#3 is now called "A new name"\n',
+  );
 });

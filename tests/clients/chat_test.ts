@@ -1,15 +1,16 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { chatCommand, parseChatArgs } from "../../src/clients/chat.ts";
+import { parseChatArgs } from "../../src/clients/chat.ts";
+import { argvOf, descendants } from "../support/process_tree.ts";
 import { clientFlags, noDaemonMessage } from "../../src/clients/client.ts";
 import {
   clientArgs,
   clientEnv,
   ClientProcess,
-  denoDir,
   MAIN,
   runClient,
   startDaemon,
+  stripAnsi,
   tempHome,
   within,
 } from "../support/client_harness.ts";
@@ -309,50 +310,256 @@ Deno.test("chat says so and exits 2 when the daemon goes away", async () => {
   );
 });
 
-Deno.test("the chat launcher, run with the proposed task's grants, starts chat with exactly the socket's", async () => {
+const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
+
+Deno.test({
+  name:
+    `deno task chat runs the client alone with exactly the socket's grants; Ctrl-C stops a reply, Ctrl-D exits 0${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(reply({ content: ["Launched."] }), hold(["Once upon "]));
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      ["task", "--quiet", "--config", DENO_JSON, "chat"],
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    const task = descendants(chat.child.pid).filter((pid) =>
+      argvOf(pid)[1] === "task"
+    );
+    assert.equal(task.length, 1, "one deno task");
+    const [client, ...more] = descendants(task[0]!);
+    assert.deepEqual(more, [], "nothing but the client below deno task");
+    const argv = argvOf(client!);
+    assert.deepEqual(argv.slice(1), [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--no-config",
+      ...clientFlags(daemon.paths.socketPath),
+      "main.ts",
+      "chat",
+    ]);
+
+    await chat.type("Launch?\r");
+    at = await chat.waitFor("Launched.", at);
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("Tell me a story\r");
+    at = await chat.waitFor("Once upon", at);
+    const aborted = llm.nextAbort();
+    await chat.type("\x03");
+    await within(aborted, "the model request to be aborted");
+    at = await chat.waitFor("[stopped]", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+  },
+});
+
+Deno.test("deno task ask prints one answer for scripts, and exits 2 when no daemon answers", async () => {
   await using llm = await FakeLlm.start();
-  llm.enqueue(reply({ content: ["Launched."] }));
+  llm.enqueue(reply({ content: ["Forty", "-two."] }));
   await using daemon = await startDaemon(llm.url);
-  const socket = daemon.paths.socketPath;
-  const env = (name: string) =>
-    name === "XDG_RUNTIME_DIR" ? daemon.paths.runtimeDir : undefined;
-  const command = chatCommand(["--no-think"], env);
-  assert.deepEqual(command.args, [
-    "run",
-    "--quiet",
-    "--no-prompt",
-    ...clientFlags(socket),
-    MAIN,
-    "chat",
-    "--no-think",
-  ]);
-  // What `deno task chat` would run, until main.ts routes `chat-launch`.
-  const launcher = join(daemon.home, "launch.ts");
-  await Deno.writeTextFile(
-    launcher,
-    `import { launchChat } from ${
-      JSON.stringify(new URL("../../src/clients/chat.ts", import.meta.url).href)
-    };\nDeno.exit(await launchChat(Deno.args));\n`,
+  const env = clientEnv(daemon.paths.runtimeDir);
+  const answered = await runClient(
+    ["task", "--quiet", "--config", DENO_JSON, "ask", "The answer?"],
+    env,
   );
+  assert.equal(answered.stdout, "Forty-two.\n");
+  assert.equal(answered.stderr, "");
+  assert.equal(answered.code, 0);
+  await daemon.stop();
+  const down = await runClient(
+    ["task", "--quiet", "--config", DENO_JSON, "ask", "Anyone?"],
+    env,
+  );
+  assert.equal(down.code, 2);
+  assert.equal(
+    down.stderr,
+    `${noDaemonMessage(daemon.paths.socketPath)}\n`,
+  );
+});
+
+Deno.test("parseChatArgs takes --no-think and --export-dir and names anything else", () => {
+  assert.deepEqual(parseChatArgs([]), { think: true, exportDir: null });
+  assert.deepEqual(parseChatArgs(["--no-think"]), {
+    think: false,
+    exportDir: null,
+  });
+  assert.deepEqual(parseChatArgs(["--export-dir", "out", "--no-think"]), {
+    think: false,
+    exportDir: "out",
+  });
+  assert.deepEqual(parseChatArgs(["--export-dir=/tmp/x"]), {
+    think: true,
+    exportDir: "/tmp/x",
+  });
+  assert.throws(() => parseChatArgs(["--export-dir"]), /needs a directory/);
+  assert.throws(() => parseChatArgs(["--loud"]), /Unknown argument --loud/);
+});
+
+Deno.test("piped chat: /retry, /edit, /rename, /export and /private", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(
+    reply({ content: ["Lisbon."] }),
+    reply({ content: ["Porto."] }),
+    reply({ content: ["Faro."] }),
+    reply({ content: ["A private answer."] }),
+  );
+  await using daemon = await startDaemon(llm.url);
+  await using home = await tempHome();
+  const socket = daemon.paths.socketPath;
+  const input = [
+    "Where should I go?",
+    "/retry",
+    "/edit Where should I go in May?",
+    "/rename 1 Trip",
+    "/list",
+    "/export 1",
+    "/export 1 trip.md",
+    "/export 1 trip.md",
+    "/export 1 trip.json",
+    "/private",
+    "A private question",
+    "/new",
+  ].join("\n") + "\n";
   const result = await runClient(
     [
       "run",
       "--quiet",
-      `--config=${new URL("../../deno.json", import.meta.url).pathname}`,
-      "--allow-env=XDG_RUNTIME_DIR",
-      "--allow-run=deno",
-      launcher,
+      ...clientFlags(socket),
+      `--allow-write=${home.path}`,
+      MAIN,
+      "chat",
+      `--export-dir=${home.path}`,
     ],
-    { ...clientEnv(daemon.paths.runtimeDir), DENO_DIR: denoDir() },
-    "Launch?\n",
+    clientEnv(daemon.paths.runtimeDir),
+    input,
   );
   assert.equal(result.stderr, "");
   assert.equal(result.code, 0);
-  assert.match(result.stdout, /> Launch\?\nLaunched\.\n\n$/);
+  const shown = result.stdout.replace(
+    /\d{4}-\d\d-\d\d \d\d:\d\d( UTC[+-]\d\d:\d\d)?/g,
+    "<date>",
+  );
+  const expected = [
+    "> Where should I go?",
+    "Lisbon.",
+    "",
+    "> /retry",
+    "> Where should I go? (replaces the last turn)",
+    "Porto.",
+    "",
+    "> /edit Where should I go in May?",
+    "> Where should I go in May? (replaces the last turn)",
+    "Faro.",
+    "",
+    // The title came from the first question, so it follows the edit.
+    '#1 is now called "Where should I go in May?"',
+    "> /rename 1 Trip",
+    '#1 is now called "Trip"',
+    "> /list",
+    "    #1  <date>  Trip",
+    "> /export 1",
+    "# Trip",
+    "",
+    "Conversation 1 · created <date> · updated <date> · 1 turn",
+    "",
+    "## 1 · <date>",
+    "",
+    "> Where should I go in May?",
+    "",
+    "Faro.",
+    "> /export 1 trip.md",
+    `wrote #1 to ${join(home.path, "trip.md")}`,
+    "> /export 1 trip.md",
+    `error: ${
+      join(home.path, "trip.md")
+    } already exists: give another file name`,
+    "> /export 1 trip.json",
+    `wrote #1 to ${join(home.path, "trip.json")}`,
+    "> /private",
+    "── private conversation · not saved ──",
+    "> A private question",
+    "A private answer.",
+    "",
+    "> /new",
+    "── new conversation ──",
+    "",
+  ].join("\n");
+  assert.ok(shown.endsWith(expected), `${shown}\n---\n${expected}`);
+  const markdown = await Deno.readTextFile(join(home.path, "trip.md"));
+  assert.match(markdown, /^# Trip\n/);
+  assert.ok(markdown.includes("> Where should I go in May?\n\nFaro.\n"));
+  const json = JSON.parse(
+    await Deno.readTextFile(join(home.path, "trip.json")),
+  );
+  assert.equal(json.format, "desktop-assistant/1");
+  assert.deepEqual(json.turns.map((t: { reply: string }) => t.reply), [
+    "Faro.",
+  ]);
+  // The model saw the retry and the edit without the turn they replaced.
+  assert.equal(lastQuestion(llm, 2), "Where should I go in May?");
+  assert.deepEqual(
+    (llm.chats[2]?.body as Chats).messages.map((m) => m.role),
+    ["system", "user"],
+  );
 });
 
-Deno.test("parseChatArgs takes --no-think and names anything else", () => {
-  assert.deepEqual(parseChatArgs([]), { think: true });
-  assert.deepEqual(parseChatArgs(["--no-think"]), { think: false });
-  assert.throws(() => parseChatArgs(["--loud"]), /Unknown argument --loud/);
+Deno.test("piped chat: /export to a file without a write grant says how to get one", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["Yes."] }));
+  await using daemon = await startDaemon(llm.url);
+  await using home = await tempHome();
+  const target = join(home.path, "out.md");
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    clientEnv(daemon.paths.runtimeDir),
+    `Saved?\n/export 1 ${target}\n`,
+  );
+  assert.equal(result.code, 0);
+  assert.match(
+    result.stdout,
+    /error: chat may not write .*out\.md: start it with --export-dir DIR/,
+  );
+  assert.equal(await Deno.stat(target).then(() => true, () => false), false);
+});
+
+Deno.test({
+  name:
+    `chat in a terminal: /edit puts the last question on the line and Enter replaces the turn; the header says private${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(
+      reply({ content: ["Three."] }),
+      reply({ content: ["Four."] }),
+      reply({ content: ["Hidden."] }),
+    );
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("What is one plus two?\r");
+    at = await chat.waitFor("Three.", at);
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("/edit\r");
+    at = await chat.waitFor("edit> What is one plus two?", at);
+    // Ctrl-W drops "two?", then the new ending.
+    await chat.type("\x17three?\r");
+    at = await chat.waitFor("Four.", at);
+    assert.equal(lastQuestion(llm, 1), "What is one plus three?");
+    assert.match(
+      stripAnsi(chat.stdout),
+      /What is one plus three\? \(replaces the last turn\)/,
+    );
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("/private\r");
+    at = await chat.waitFor("── private conversation · not saved ──", at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+  },
 });

@@ -178,6 +178,51 @@ Deno.test("assistant.sh start reports a failed start with the reason: a broken c
   assert.equal(await exists(home.pidFile), false);
 });
 
+/** The state letter of a process from /proc (S, R, Z, …), or null once it is gone. */
+async function procState(pid: number): Promise<string | null> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  } catch {
+    return null;
+  }
+}
+
+Deno.test("assistant.sh trusts a pid file only when /proc shows the daemon: a reused pid is never refused or signalled", async () => {
+  await using llm = await FakeLlm.start();
+  await using home = await makeHome(`llm_url = ${JSON.stringify(llm.url)}\n`);
+  // After a crash the pid file stays, and the system gives its number to
+  // another process: this one stands in for it.
+  const other = new Deno.Command("sleep", { args: ["300"] }).spawn();
+  try {
+    await Deno.writeTextFile(home.pidFile, `${other.pid}\n`);
+
+    const status = await sh(home.env, "status");
+    assert.equal(status.code, 1);
+    assert.match(status.stdout, /process: not running \(stale pid file /);
+
+    const idle = await sh(home.env, "stop");
+    assert.equal(idle.code, 0, idle.stdout + idle.stderr);
+    assert.match(idle.stdout, /is not running/);
+    assert.equal(await procState(other.pid), "S", "the other process lives");
+    assert.equal(await exists(home.pidFile), false);
+
+    await Deno.writeTextFile(home.pidFile, `${other.pid}\n`);
+    const started = await sh(home.env, "start");
+    assert.equal(started.code, 0, started.stdout + started.stderr);
+    const pid = Number(started.stdout.match(/started \(pid (\d+)\)/)?.[1]);
+    assert.equal(await ping(home.socket), pid);
+
+    const stopped = await sh(home.env, "stop");
+    assert.equal(stopped.code, 0, stopped.stdout + stopped.stderr);
+    assert.match(stopped.stdout, new RegExp(`stopped \\(pid ${pid}\\)`));
+    assert.equal(await procState(other.pid), "S", "the other process lives");
+  } finally {
+    other.kill("SIGKILL");
+    await other.status;
+  }
+});
+
 /** The words of a systemd ExecStart line as written by assistant.sh. */
 function unitWords(line: string): string[] {
   return [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) =>

@@ -30,6 +30,7 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     tool_group_kill: false,
     stall_timeout: 180,
     max_clients: 32,
+    auto_title: false,
     tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
     request: {},
   });
@@ -137,6 +138,7 @@ Deno.test("every wrong type or out-of-range value is a TypeError naming file and
     ["stall_timeout = -5", "stall_timeout"],
     ["stall_timeout = nan", "stall_timeout"],
     ["max_clients = 0", "max_clients"],
+    ['auto_title = "yes"', "auto_title"],
     ['tools_dirs = "tools"', "tools_dirs"],
     ["tools_dirs = [1]", "tools_dirs"],
     ['tools_dirs = [""]', "tools_dirs"],
