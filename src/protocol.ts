@@ -42,6 +42,21 @@ export interface PendingView {
 /** Daemon activity shown by clients. */
 export type State = "idle" | "thinking" | "tool";
 
+/** What llama-server can do, as the daemon last found it (`unknown` before the first probe). */
+export type BackendState = "unknown" | "up" | "loading" | "no_model" | "down";
+
+/** The `backend` event without its type, and `hello.backend`. */
+export interface BackendView {
+  state: BackendState;
+  url: string;
+  /** The model in use when `up`, else null. */
+  model: string | null;
+  /** Its context size when `up` and known, else null. */
+  ctx_max: number | null;
+  /** Why it is not `up`, in words; null when `up`. */
+  message: string | null;
+}
+
 /** Every outbound event. */
 export type Event =
   | {
@@ -51,6 +66,7 @@ export type Event =
     model: string | null;
     ctx_used: number | null;
     ctx_max: number | null;
+    backend?: BackendView;
     id: number | null;
     turns: TurnView[];
     pending: PendingView | null;
@@ -69,7 +85,8 @@ export type Event =
   }
   | { type: "conversation"; id: number | null; turns: TurnView[] }
   | { type: "results"; items: { id: number; title: string; snippet: string }[] }
-  | { type: "pong"; pid: number; uptime: number; version: string };
+  | { type: "pong"; pid: number; uptime: number; version: string }
+  | ({ type: "backend" } & BackendView);
 
 /** Result of validating one parsed line: a command, an error answer, or nothing to do. */
 export type Parsed =

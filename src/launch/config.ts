@@ -22,6 +22,8 @@ export interface Config {
   tool_group_kill: boolean;
   stall_timeout: number;
   max_clients: number;
+  /** Seconds between probes of llama-server while a client is connected; 0 turns polling off. */
+  backend_poll: number;
   tools_dirs: string[];
   request: Record<string, unknown>;
 }
@@ -50,6 +52,7 @@ export function defaultConfig(paths: Paths): Config {
     tool_group_kill: false,
     stall_timeout: 180,
     max_clients: 32,
+    backend_poll: 5,
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
     request: {},
   };
@@ -176,6 +179,10 @@ const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
     ok: isSeconds,
   },
   max_clients: { expected: "an integer >= 1", ok: (v) => isInt(v) && v >= 1 },
+  backend_poll: {
+    expected: `a number of seconds from 0 (off) to ${MAX_SECONDS}`,
+    ok: (v) => v === 0 || isSeconds(v),
+  },
   tools_dirs: {
     expected: "an array of non-empty strings",
     ok: (v) =>

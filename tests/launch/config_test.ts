@@ -29,6 +29,7 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     tool_group_kill: false,
     stall_timeout: 180,
     max_clients: 32,
+    backend_poll: 5,
     tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
     request: {},
   });
@@ -42,6 +43,7 @@ Deno.test("parseConfig merges the file over the defaults", () => {
       'llm_url = "http://10.0.0.5:9000/"',
       "thinking = false",
       "history_turns = 0",
+      "backend_poll = 0",
       'tools_dirs = ["mine"]',
       "[request]",
       "temperature = 0.2",
@@ -58,6 +60,7 @@ Deno.test("parseConfig merges the file over the defaults", () => {
     llm_url: "http://10.0.0.5:9000",
     thinking: false,
     history_turns: 0,
+    backend_poll: 0,
     tools_dirs: ["/srv/config/desktop-assistant/mine"],
     request: {
       temperature: 0.2,
@@ -134,6 +137,8 @@ Deno.test("every wrong type or out-of-range value is a TypeError naming file and
     ["stall_timeout = -5", "stall_timeout"],
     ["stall_timeout = nan", "stall_timeout"],
     ["max_clients = 0", "max_clients"],
+    ["backend_poll = -1", "backend_poll"],
+    ['backend_poll = "5"', "backend_poll"],
     ['tools_dirs = "tools"', "tools_dirs"],
     ["tools_dirs = [1]", "tools_dirs"],
     ['tools_dirs = [""]', "tools_dirs"],
