@@ -46,6 +46,8 @@ export interface ServerOptions {
   maxBacklog?: number;
   /** Default MAX_LINE_BYTES: longer inbound lines are answered `line too long`. */
   maxLineBytes?: number;
+  /** Told the number of connected clients whenever it changes. */
+  onClients?: (count: number) => void;
 }
 
 const DEFAULT_STALL_MS = 2000;
@@ -61,6 +63,7 @@ export class Server implements AsyncDisposable {
   readonly #path: string;
   readonly #brain: Brain;
   readonly #maxClients: number;
+  readonly #onClients: (count: number) => void;
   readonly #limits: Limits;
   readonly #clients = new Set<Client>();
   /** Every open connection, refused ones (still being told why) included. */
@@ -77,6 +80,7 @@ export class Server implements AsyncDisposable {
     this.#path = options.path;
     this.#brain = options.brain;
     this.#maxClients = options.maxClients;
+    this.#onClients = options.onClients ?? (() => {});
     this.#limits = {
       stallMs: options.stallMs ?? DEFAULT_STALL_MS,
       maxBacklog: options.maxBacklog ?? DEFAULT_MAX_BACKLOG,
@@ -196,8 +200,8 @@ export class Server implements AsyncDisposable {
       conn,
       this.#limits,
       (gone) => {
-        this.#clients.delete(gone);
         this.#open.delete(gone);
+        if (this.#clients.delete(gone)) this.#counted();
       },
     );
     this.#open.add(client);
@@ -223,6 +227,7 @@ export class Server implements AsyncDisposable {
     this.#clients.add(client);
     client.send(encodeEvent(hello));
     log.info("client connected", { client: id, clients: this.#clients.size });
+    this.#counted();
     await Promise.all([client.writeLoop(), this.#readLoop(client)]);
   }
 
@@ -266,6 +271,16 @@ export class Server implements AsyncDisposable {
     } finally {
       reader.cancel().catch(() => {});
       await pending.read;
+    }
+  }
+
+  #counted(): void {
+    try {
+      this.#onClients(this.#clients.size);
+    } catch (error) {
+      log.error("client count listener failed", {
+        error: describeError(error),
+      });
     }
   }
 
