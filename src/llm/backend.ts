@@ -42,7 +42,14 @@ type Answer = { ok: true; status: number; body: string } | {
   view: BackendView;
 };
 
+/** Probes llama-server once. Never throws. */
+export function probeBackend(
+  options: Omit<ProbeOptions, "proceed">,
+): Promise<BackendView>;
 /** Probes llama-server once; null when `proceed` said to stop. Never throws. */
+export function probeBackend(
+  options: ProbeOptions,
+): Promise<BackendView | null>;
 export async function probeBackend(
   options: ProbeOptions,
 ): Promise<BackendView | null> {
