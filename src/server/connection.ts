@@ -32,6 +32,7 @@ export class Client {
   readonly #clocked: Writer = {
     write: async (bytes) => {
       this.#writingSince = performance.now();
+      this.onWriting();
       try {
         return await this.conn.write(bytes);
       } finally {
@@ -46,7 +47,14 @@ export class Client {
     readonly conn: Deno.UnixConn,
     readonly limits: Limits,
     readonly onGone: (client: Client) => void,
+    /** Called as each write starts: the server's watchdog runs only while one waits. */
+    readonly onWriting: () => void = () => {},
   ) {}
+
+  /** Whether a write waits on the socket. */
+  get writing(): boolean {
+    return this.#writingSince !== null;
+  }
 
   /** Queues encoded lines; drops the client when its backlog is too large. */
   send(bytes: Uint8Array): void {

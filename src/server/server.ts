@@ -72,7 +72,8 @@ export class Server implements AsyncDisposable {
   readonly #closing = new AbortController();
   #nextId = 1;
   #acceptLoop: Promise<void>;
-  readonly #watchdog: ReturnType<typeof setInterval>;
+  readonly #watchEveryMs: number;
+  #watchdog: ReturnType<typeof setInterval> | null = null;
   #closed: Promise<void> | null = null;
 
   private constructor(listener: Deno.UnixListener, options: ServerOptions) {
@@ -87,16 +88,33 @@ export class Server implements AsyncDisposable {
       maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
     };
     this.#acceptLoop = this.#accept();
-    // One clock for every client's stall limit: a timer per write would cost
-    // two runtime calls per token per client.
-    const every = Math.max(
+    this.#watchEveryMs = Math.max(
       10,
       Math.min(250, Math.floor(this.#limits.stallMs / 8)),
     );
+  }
+
+  /**
+   * One clock for every client's stall limit (a timer per write would cost
+   * two runtime calls per token per client), running only while a write
+   * waits, so an idle daemon has no timer waking it.
+   */
+  #watch(): void {
+    if (this.#watchdog !== null) return;
     this.#watchdog = setInterval(() => {
       const now = performance.now();
-      for (const client of this.#open) client.checkStall(now);
-    }, every);
+      let writing = false;
+      for (const client of this.#open) {
+        client.checkStall(now);
+        writing ||= client.writing;
+      }
+      if (!writing) this.#unwatch();
+    }, this.#watchEveryMs);
+  }
+
+  #unwatch(): void {
+    if (this.#watchdog !== null) clearInterval(this.#watchdog);
+    this.#watchdog = null;
   }
 
   /** Refuses (AssistantError) when a live daemon answers on path; replaces a stale socket file; a symlink at the path is removed, never followed; any other file there is refused. Listens, chmods 0600 at once. */
@@ -165,7 +183,7 @@ export class Server implements AsyncDisposable {
     // a client that stops reading is dropped by its stall timer as always.
     for (const client of [...this.#open]) client.end();
     while (this.#tasks.size > 0) await Promise.all([...this.#tasks]);
-    clearInterval(this.#watchdog);
+    this.#unwatch();
     await removeQuietly(this.#path);
     log.info("server closed", { path: this.#path });
   }
@@ -203,6 +221,7 @@ export class Server implements AsyncDisposable {
         this.#open.delete(gone);
         if (this.#clients.delete(gone)) this.#counted();
       },
+      () => this.#watch(),
     );
     this.#open.add(client);
     if (this.#clients.size >= this.#maxClients) {
