@@ -134,7 +134,7 @@ async function* llmLines(
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const fetcher = options.fetch ?? globalThis.fetch;
   // The probe the daemon makes, so check prints the state clients would see.
-  const backend = await probeBackend({
+  const { view: backend } = await probeBackend({
     url,
     model: config.model,
     timeoutMs,

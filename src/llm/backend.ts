@@ -35,89 +35,105 @@ export interface ProbeOptions {
   knownContext?: (model: string) => number | undefined;
   /** Asked between the two requests; false abandons the probe (a reply started). */
   proceed?: () => boolean;
+  /** A single server's `up` state as last found: `/health` answering 200 confirms it without the model list. */
+  confirm?: BackendView;
 }
 
-type Answer = { ok: true; status: number; body: string } | {
-  ok: false;
+/** What a probe found, and whether llama-server is a router (null when its model list was not read). */
+export interface Probe {
   view: BackendView;
-};
+  router: boolean | null;
+}
+
+/** A request's body, when it answered 200. */
+type Answer = { body: string };
 
 /** Probes llama-server once. Never throws. */
 export function probeBackend(
   options: Omit<ProbeOptions, "proceed">,
-): Promise<BackendView>;
+): Promise<Probe>;
 /** Probes llama-server once; null when `proceed` said to stop. Never throws. */
-export function probeBackend(
-  options: ProbeOptions,
-): Promise<BackendView | null>;
+export function probeBackend(options: ProbeOptions): Promise<Probe | null>;
 export async function probeBackend(
   options: ProbeOptions,
-): Promise<BackendView | null> {
+): Promise<Probe | null> {
+  // A timer cleared at the end, unlike AbortSignal.timeout's: an idle
+  // daemon should not wake up for a probe that is long over.
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), options.timeoutMs);
+  try {
+    return await probeWithin(options, timeout.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function probeWithin(
+  options: ProbeOptions,
+  timeout: AbortSignal,
+): Promise<Probe | null> {
   const { url } = options;
   const base = url.replace(/\/+$/, "");
-  const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal
     ? AbortSignal.any([options.signal, timeout])
     : timeout;
   const fetcher = options.fetch ?? globalThis.fetch;
-  const view = (
+  const found = (
     state: BackendState,
     message: string | null,
+    router: boolean | null = null,
     model: string | null = null,
     ctx: number | null = null,
-  ): BackendView => ({ state, url, model, ctx_max: ctx, message });
+  ): Probe => ({
+    view: { state, url, model, ctx_max: ctx, message },
+    router,
+  });
 
-  const get = async (path: string): Promise<Answer> => {
+  const get = async (path: string): Promise<Answer | Probe> => {
     try {
       const response = await fetcher(base + path, { signal });
       const body = await response.text();
       if (response.status === 503) {
         // llama-server answers every endpoint so while it loads its model.
-        return {
-          ok: false,
-          view: view("loading", "llama-server is loading its model"),
-        };
+        return found("loading", "llama-server is loading its model");
       }
       if (response.status !== 200) {
-        return {
-          ok: false,
-          view: view(
-            "down",
-            `unexpected answer from ${url}: ${path} answered ${response.status}`,
-          ),
-        };
+        return found(
+          "down",
+          `unexpected answer from ${url}: ${path} answered ${response.status}`,
+        );
       }
-      return { ok: true, status: response.status, body };
+      return { body };
     } catch (error) {
-      return {
-        ok: false,
-        view: view("down", failure(error, url, timeout, options.timeoutMs)),
-      };
+      return found("down", failure(error, url, timeout, options.timeoutMs));
     }
   };
 
   const health = await get("/health");
-  if (!health.ok) return health.view;
+  if ("view" in health) return health;
+  // A single server's model changes only with a restart, which /health sees
+  // (no connection, or 503 while the new model loads).
+  if (options.confirm) return { view: options.confirm, router: false };
   if (options.proceed && !options.proceed()) return null;
   const models = await get("/v1/models");
-  if (!models.ok) return models.view;
+  if ("view" in models) return models;
   let entries;
   try {
     entries = readEntries(JSON.parse(models.body));
   } catch {
-    return view(
+    return found(
       "down",
       `unexpected answer from ${url}: /v1/models is not a model list`,
     );
   }
+  const router = entries.some((entry) => entry.status !== null);
   const preferred = options.model ?? "";
   const chosen = pick(entries, preferred);
   if (chosen) {
     const ctx = options.knownContext?.(chosen.id) ?? chosen.metaCtx;
-    return view("up", null, chosen.id, ctx);
+    return found("up", null, router, chosen.id, ctx);
   }
-  const router = entries.some((entry) => entry.status !== null);
-  if (!router) return view("no_model", "llama-server lists no model");
+  if (!router) return found("no_model", "llama-server lists no model", false);
   const loading = entries.filter((entry) =>
     entry.status === "loading" && !entry.failed
   );
@@ -125,13 +141,16 @@ export async function probeBackend(
     loading.find((entry) =>
       entry.id === preferred || entry.aliases.includes(preferred)
     ) ?? loading[0];
-  if (next) return view("loading", `llama-server is loading ${next.id}`);
+  if (next) {
+    return found("loading", `llama-server is loading ${next.id}`, true);
+  }
   const failed = entries.filter((entry) => entry.failed).length;
-  return view(
+  return found(
     "no_model",
     `no model is loaded or sleeping (the router knows ${entries.length}${
       failed > 0 ? `, ${failed} failed to load` : ""
     }): load one in llama-server`,
+    true,
   );
 }
 
@@ -204,6 +223,8 @@ export class BackendWatch implements LookupObserver, Disposable {
   #again = false;
   #force = false;
   #lastProbe = -Infinity;
+  /** Whether llama-server is a router, once a model list or a turn said. */
+  #router: boolean | null = null;
 
   /** Creates the watch in state `unknown`; `probe()` starts it. */
   constructor(options: BackendWatchOptions) {
@@ -245,6 +266,7 @@ export class BackendWatch implements LookupObserver, Disposable {
   /** A turn's lookup found its model: the backend is up with it. */
   chosen(choice: ModelChoice): void {
     if (choice.nCtx !== null) this.#ctx.set(choice.id, choice.nCtx);
+    this.#router = choice.router;
     this.#apply(++this.#seq, {
       state: "up",
       url: this.#options.url,
@@ -289,7 +311,8 @@ export class BackendWatch implements LookupObserver, Disposable {
   async #probeOnce(force: boolean): Promise<void> {
     const seq = ++this.#seq;
     const { busy } = this.#options;
-    const view = await probeBackend({
+    const up = this.#router === false && this.#view.state === "up";
+    const found = await probeBackend({
       url: this.#options.url,
       ...(this.#options.model !== undefined
         ? { model: this.#options.model }
@@ -299,10 +322,12 @@ export class BackendWatch implements LookupObserver, Disposable {
       ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
       knownContext: (model) => this.#ctx.get(model),
       ...(force ? {} : { proceed: () => !busy() }),
+      ...(up ? { confirm: this.#view } : {}),
     });
     this.#lastProbe = this.#now();
-    if (view === null || this.#closing.signal.aborted) return;
-    this.#apply(seq, view);
+    if (found === null || this.#closing.signal.aborted) return;
+    if (found.router !== null) this.#router = found.router;
+    this.#apply(seq, found.view);
   }
 
   #apply(seq: number, view: BackendView): void {

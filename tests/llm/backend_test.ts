@@ -15,12 +15,13 @@ import { FakeLlm, type FakeModel } from "../support/fake_llm.ts";
 
 const TIMEOUT_MS = 2000;
 
-function probe(llm: FakeLlm, model?: string) {
-  return probeBackend({
+async function probe(llm: FakeLlm, model?: string): Promise<BackendView> {
+  const { view } = await probeBackend({
     url: llm.url,
     timeoutMs: TIMEOUT_MS,
     ...(model !== undefined ? { model } : {}),
   });
+  return view;
 }
 
 function router(models: FakeModel[]): Promise<FakeLlm> {
@@ -73,13 +74,13 @@ Deno.test("a stopped llama-server is down: the connection was refused", async ()
   await using llm = await FakeLlm.start();
   await llm.stop();
   const view = await probe(llm);
-  assert.equal(view?.state, "down");
+  assert.equal(view.state, "down");
   assert.equal(
-    view?.message,
+    view.message,
     `no connection to ${llm.url} (connection refused)`,
   );
-  assert.equal(view?.model, null);
-  assert.equal(view?.ctx_max, null);
+  assert.equal(view.model, null);
+  assert.equal(view.ctx_max, null);
 });
 
 Deno.test("a server that does not answer in time is down with the time named", async () => {
@@ -89,10 +90,10 @@ Deno.test("a server that does not answer in time is down with the time named", a
     await release.promise;
     return new Response("{}");
   });
-  const view = await probeBackend({ url: llm.url, timeoutMs: 200 });
+  const { view } = await probeBackend({ url: llm.url, timeoutMs: 200 });
   release.resolve();
-  assert.equal(view?.state, "down");
-  assert.equal(view?.message, `no answer from ${llm.url} within 0.2 s`);
+  assert.equal(view.state, "down");
+  assert.equal(view.message, `no answer from ${llm.url} within 0.2 s`);
 });
 
 Deno.test("unexpected answers are down, and say which", async () => {
@@ -108,7 +109,7 @@ Deno.test("unexpected answers are down, and say which", async () => {
   llm.override("/health", null);
   llm.override("/v1/models", () => new Response("<html>"));
   assert.equal(
-    (await probe(llm))?.message,
+    (await probe(llm)).message,
     `unexpected answer from ${llm.url}: /v1/models is not a model list`,
   );
 });
@@ -136,10 +137,10 @@ Deno.test("a router loading a model is loading it, the preferred one named first
     { id: "tiny-b", status: "loading" },
     { id: "tiny-c", status: "unloaded" },
   ]);
-  assert.equal((await probe(llm))?.message, "llama-server is loading tiny-a");
+  assert.equal((await probe(llm)).message, "llama-server is loading tiny-a");
   const view = await probe(llm, "tiny-b");
-  assert.equal(view?.state, "loading");
-  assert.equal(view?.message, "llama-server is loading tiny-b");
+  assert.equal(view.state, "loading");
+  assert.equal(view.message, "llama-server is loading tiny-b");
   onlyHarmless(llm);
 });
 
@@ -160,8 +161,8 @@ Deno.test("a router is up with the model a turn would use: loaded first, else sl
     { id: "tiny-b", status: "loaded", nCtx: 2048 },
   ]);
   const view = await probe(llm);
-  assert.equal(view?.model, "tiny-b");
-  assert.equal(view?.ctx_max, 2048);
+  assert.equal(view.model, "tiny-b");
+  assert.equal(view.ctx_max, 2048);
   onlyHarmless(llm);
   // Nothing was woken either.
   assert.equal(llm.models[0]?.status, "sleeping");
@@ -310,4 +311,45 @@ Deno.test("a probe uses the context size a turn measured for the model", async (
   w.watch.chosen({ id: "m", router: false, nCtx: 2048 });
   await w.watch.probe();
   assert.deepEqual(w.events.map((e) => e.ctx_max), [2048]);
+});
+
+Deno.test("a single server that is up is confirmed by /health alone; a router's model list is read at every probe", async () => {
+  await using single = await FakeLlm.start();
+  const w = watch(single);
+  using _watch = w.watch;
+  await w.watch.probe();
+  await w.watch.probe();
+  await w.watch.probe();
+  assert.deepEqual(single.requests.map((r) => r.path), [
+    "/health",
+    "/v1/models",
+    "/health",
+    "/health",
+  ]);
+  // A restart is seen by /health, and the model is read again after it.
+  await single.stop();
+  await w.watch.probe();
+  await single.restart();
+  single.setModels([{ id: "/srv/models/other.gguf", nCtx: 2048 }]);
+  await w.watch.probe();
+  assert.deepEqual(
+    w.events.map((e) => [e.state, e.model, e.ctx_max]),
+    [
+      ["up", "/srv/models/tiny.gguf", 4096],
+      ["down", null, null],
+      ["up", "/srv/models/other.gguf", 2048],
+    ],
+  );
+
+  await using routed = await router([{ id: "tiny-a", status: "loaded" }]);
+  const r = watch(routed);
+  using _router = r.watch;
+  await r.watch.probe();
+  await r.watch.probe();
+  assert.deepEqual(routed.requests.map((req) => req.path), [
+    "/health",
+    "/v1/models",
+    "/health",
+    "/v1/models",
+  ]);
 });
