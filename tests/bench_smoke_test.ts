@@ -29,6 +29,7 @@ const ROW_IDS = [
   "startup",
   "memory.idle",
   "memory.growth",
+  "backend.idle_cpu",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

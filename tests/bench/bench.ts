@@ -12,6 +12,7 @@
  * dir, keyed by seed and size. Benchmarks never fail on a number: the exit
  * code is 0 whenever every figure was measured.
  */
+import { BACKEND_SIZES, backendBenchmarks } from "./backend_bench.ts";
 import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
@@ -35,6 +36,7 @@ export const GROUPS = [
   "contention",
   "catalog",
   "process",
+  "backend",
 ] as const;
 
 /** One group's name. */
@@ -180,6 +182,8 @@ export async function runBench(
         return await catalogBenchmarks({ ...history, mode }, options.smoke);
       case "process":
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
+      case "backend":
+        return await backendBenchmarks(BACKEND_SIZES[mode], options.smoke);
     }
   };
   try {
