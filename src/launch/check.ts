@@ -8,7 +8,7 @@
 import { type Config, loadConfig } from "./config.ts";
 import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { DatabaseSync } from "node:sqlite";
-import { probeBackend } from "../llm/backend.ts";
+import { probeBackend } from "../llm/backend_probe.ts";
 import { LlmClient } from "../llm/client.ts";
 import { setQuiet } from "../log.ts";
 import { writeAll } from "../write_all.ts";
