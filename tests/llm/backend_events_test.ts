@@ -246,3 +246,32 @@ Deno.test("with polling off, a turn that finds llama-server gone makes it down a
   // after the failed turn found it stopped).
   assert.equal(healthChecks(llm).length, 1);
 });
+
+Deno.test("a llama-server that never answers: hello says unknown, then down names the timeout", async () => {
+  await using llm = await FakeLlm.start();
+  const release = Promise.withResolvers<void>();
+  llm.override("/health", async () => {
+    await release.promise;
+    return new Response("{}");
+  });
+  try {
+    await using daemon = await Daemon.start({
+      llmUrl: llm.url,
+      config: "backend_poll = 1\n",
+    });
+    await using client = await daemon.connect();
+    const hello = await client.next("hello");
+    assert.deepEqual(hello.backend, {
+      state: "unknown",
+      url: llm.url,
+      model: null,
+      ctx_max: null,
+      message: null,
+    });
+    const down = await client.next("backend");
+    assert.equal(down.state, "down");
+    assert.equal(down.message, `no answer from ${llm.url} within 5 s`);
+  } finally {
+    release.resolve();
+  }
+});
