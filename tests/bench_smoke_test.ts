@@ -33,6 +33,7 @@ const ROW_IDS = [
   "tasks.start",
   "tasks.chat",
   "memory.fuzz",
+  "backend.idle_cpu",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

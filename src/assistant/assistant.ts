@@ -8,6 +8,7 @@ import { describeSafely, log } from "../log.ts";
 import type { ModelChoice } from "../llm/client.ts";
 import { type ModelSource, runReply, type TurnConfig } from "./reply.ts";
 import {
+  type BackendView,
   type Command,
   DEFAULT_LIST_LIMIT,
   type Event,
@@ -46,6 +47,8 @@ export interface AssistantOptions {
   runTool?: typeof runTool;
   /** Coreutils `timeout`, to kill a timed-out tool's whole process group; null kills the tool alone. */
   toolKillHelper?: string | null;
+  /** The llama-server state for `hello.backend`. */
+  backend?: () => BackendView;
 }
 
 interface Conversation {
@@ -124,6 +127,7 @@ export class Assistant implements Disposable {
       model: this.#model,
       ctx_used: this.#ctxUsed,
       ctx_max: this.#ctxMax,
+      ...(this.#options.backend ? { backend: this.#options.backend() } : {}),
       id: this.#current.id,
       turns: this.#current.turns,
       pending,

@@ -12,6 +12,7 @@
  * dir, keyed by seed and size. Benchmarks never fail on a number: the exit
  * code is 0 whenever every figure was measured.
  */
+import { BACKEND_SIZES, backendBenchmarks } from "./backend_bench.ts";
 import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
@@ -37,6 +38,7 @@ export const GROUPS = [
   "catalog",
   "process",
   "footprint",
+  "backend",
 ] as const;
 
 /** One group's name. */
@@ -184,6 +186,8 @@ export async function runBench(
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
       case "footprint":
         return await footprintBenchmarks(FOOTPRINT_SIZES[mode], options.smoke);
+      case "backend":
+        return await backendBenchmarks(BACKEND_SIZES[mode], options.smoke);
     }
   };
   try {

@@ -567,3 +567,26 @@ Deno.test("ask whose reader went away (ask … | head -1) exits quietly", async 
   assert.equal(stderr, "");
   assert.equal((await child.status).code, 141);
 });
+
+Deno.test("ask with llama-server down still asks, and exits 1 with the error", async () => {
+  await using llm = await FakeLlm.start();
+  await llm.stop();
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "backend_poll = 0\n",
+  });
+  const socket = daemon.paths.socketPath;
+  const env = clientEnv(daemon.paths.runtimeDir);
+  const down = await runClient(clientArgs(socket, ["ask", "Anyone?"]), env);
+  assert.equal(down.code, 1);
+  assert.equal(down.stdout, "");
+  assert.equal(down.stderr, `llama-server unreachable at ${llm.url}\n`);
+  // Back while the daemon still says down (polling is off): the ask is
+  // tried all the same, and answered.
+  await llm.restart();
+  llm.enqueue(reply({ content: ["Back", "."] }));
+  const back = await runClient(clientArgs(socket, ["ask", "Now?"]), env);
+  assert.equal(back.stderr, "");
+  assert.equal(back.stdout, "Back.\n");
+  assert.equal(back.code, 0);
+});

@@ -14,6 +14,7 @@ import {
   tempHome,
   within,
 } from "../support/client_harness.ts";
+import { Daemon } from "../support/daemon_harness.ts";
 import {
   askedQuestion,
   FakeLlm,
@@ -64,7 +65,7 @@ Deno.test("piped chat: a question streams its answer, /search and /open show res
   assert.equal(
     dates,
     [
-      "desktop-assistant · /help for commands",
+      "desktop-assistant · backend up · tiny · /help for commands",
       "> What is the capital of France?",
       "(thinking) Easy.",
       "Paris is the capital.",
@@ -251,7 +252,7 @@ Deno.test("a chat started mid-reply shows the partial reply, then the rest", asy
     assert.equal(await chat.exit(), 0);
     assert.equal(
       chat.stdout,
-      "desktop-assistant · tiny · /help for commands\n" +
+      "desktop-assistant · backend up · tiny · /help for commands\n" +
         "> Split answer?\nfirst half, second half\n\n",
     );
   } finally {
@@ -277,6 +278,29 @@ Deno.test("a chat shows another client's question and answer as they happen", as
   assert.match(
     chat.stdout,
     /\n> Asked in another terminal\nFrom elsewhere\.\n\n$/,
+  );
+});
+
+Deno.test("chat's header says llama-server is down, and a line says when it is back", async () => {
+  await using llm = await FakeLlm.start();
+  await llm.stop();
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "backend_poll = 0.2\n",
+  });
+  await using chat = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  const at = await chat.waitFor("/help for commands");
+  await llm.restart();
+  await chat.waitFor("backend up · tiny\n", at);
+  await chat.endInput();
+  assert.equal(await chat.exit(), 0);
+  assert.equal(
+    chat.stdout,
+    `desktop-assistant · backend down: no connection to ${llm.url} (connection refused) · /help for commands\n` +
+      "backend up · tiny\n",
   );
 });
 

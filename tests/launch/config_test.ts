@@ -30,6 +30,7 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     stall_timeout: 180,
     max_clients: 32,
     auto_title: false,
+    backend_poll: 5,
     tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
     request: {},
   });
@@ -43,6 +44,7 @@ Deno.test("parseConfig merges the file over the defaults", () => {
       'llm_url = "http://10.0.0.5:9000/"',
       "thinking = false",
       "history_turns = 0",
+      "backend_poll = 0",
       'tools_dirs = ["mine"]',
       "[request]",
       "temperature = 0.2",
@@ -59,6 +61,7 @@ Deno.test("parseConfig merges the file over the defaults", () => {
     llm_url: "http://10.0.0.5:9000",
     thinking: false,
     history_turns: 0,
+    backend_poll: 0,
     tools_dirs: ["/srv/config/desktop-assistant/mine"],
     request: {
       temperature: 0.2,
@@ -136,6 +139,8 @@ Deno.test("every wrong type or out-of-range value is a TypeError naming file and
     ["stall_timeout = nan", "stall_timeout"],
     ["max_clients = 0", "max_clients"],
     ['auto_title = "yes"', "auto_title"],
+    ["backend_poll = -1", "backend_poll"],
+    ['backend_poll = "5"', "backend_poll"],
     ['tools_dirs = "tools"', "tools_dirs"],
     ["tools_dirs = [1]", "tools_dirs"],
     ['tools_dirs = [""]', "tools_dirs"],
