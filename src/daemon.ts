@@ -12,6 +12,9 @@ import { clearSocketPath } from "./server/socket_path.ts";
 import { Store } from "./store/store.ts";
 import { groupKillHelper } from "./tools/runner.ts";
 import { loadTools } from "./tools/load.ts";
+import { McpHub } from "./tools/mcp.ts";
+import { planMcp } from "./tools/mcp_plan.ts";
+import { settlesWithin } from "./tools/mcp_transport.ts";
 import { VERSION } from "./version.ts";
 
 /** Injected parts of the daemon; the real ones by default. */
@@ -64,6 +67,9 @@ function survivingFaults(): Disposable {
   };
 }
 
+/** How long the start waits for the MCP servers before it listens. */
+const MCP_START_WAIT_MS = 10_000;
+
 /** How long shutdown waits for a stopped reply (and a tool being killed) to wind down. */
 const SETTLE_MS = 5000;
 
@@ -88,7 +94,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   const paths = resolvePaths(options.env);
   const { config, warnings, file } = await loadConfig(paths);
   for (const warning of warnings) log.warn(warning);
-  const missing = missingGrants({ paths, config });
+  const mcpPlan = planMcp(config, paths.configDir);
+  const missing = [...missingGrants({ paths, config }), ...mcpPlan.missing];
   if (missing.length > 0) {
     throw new AssistantError(
       `Started without ${
@@ -106,6 +113,17 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // history the other one owns.
   await clearSocketPath(paths.socketPath);
   const { tools, skipped } = await loadTools(config.tools_dirs);
+  for (const { name, reason } of mcpPlan.leftOut) {
+    log.warn("mcp server left out", { server: name, reason });
+  }
+  await using mcp = new McpHub(mcpPlan.servers, {
+    defaultTimeout: config.tool_timeout,
+    outputLimit: config.tool_output_limit,
+    version: VERSION,
+    cwd: paths.configDir,
+  });
+  // A server slower than this joins once it is up; the socket need not wait.
+  await settlesWithin(mcp.start(), MCP_START_WAIT_MS);
   // The store's upkeep waits for a pause in the replies; the brain that
   // knows of them is made below.
   let replying = () => false;
@@ -134,6 +152,11 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     config,
     tools,
     toolKillHelper,
+    mcp,
+    confirm: {
+      tools: config.confirm_tools,
+      timeoutSeconds: config.confirm_timeout,
+    },
     searcher,
     version: VERSION,
     emit: (event) => server?.broadcast(event),
@@ -153,6 +176,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     config: file ?? "defaults",
     tools: tools.length,
     skipped: skipped.length,
+    mcp_servers: mcpPlan.servers.length,
+    mcp_tools: mcp.tools().length,
   });
   const reason = await (options.stop ?? stopSignals!.promise);
   log.info("stopping", { reason });

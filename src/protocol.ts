@@ -22,7 +22,8 @@ export type Command =
   | { type: "open"; id: number }
   | { type: "search"; q: string; limit: number }
   | { type: "delete"; id: number }
-  | { type: "ping" };
+  | { type: "ping" }
+  | { type: "approve"; call: string; allow: boolean };
 
 /** One turn as clients see it. */
 export interface TurnView {
@@ -31,16 +32,27 @@ export interface TurnView {
   tools: string[];
 }
 
+/** A tool call waiting for the user's approval. */
+export interface ConfirmView {
+  /** The id an `approve` names. */
+  call: string;
+  tool: string;
+  /** The call's arguments as the model sent them. */
+  args: Record<string, unknown>;
+}
+
 /** The reply in flight, as a newly connected client needs it. */
 export interface PendingView {
   user: string;
   reply: string;
   think: string;
   tools: string[];
+  /** The call waiting for approval; absent when none waits. */
+  confirm?: ConfirmView;
 }
 
 /** Daemon activity shown by clients. */
-export type State = "idle" | "thinking" | "tool";
+export type State = "idle" | "thinking" | "tool" | "confirm";
 
 /** Every outbound event. */
 export type Event =
@@ -60,6 +72,8 @@ export type Event =
   | { type: "think"; delta: string }
   | { type: "token"; delta: string }
   | { type: "tool"; name: string; done: boolean }
+  | ({ type: "confirm" } & ConfirmView)
+  | { type: "approved"; call: string; allow: boolean }
   | { type: "done"; id: number | null; stopped: boolean }
   | { type: "error"; message: string; turn?: true }
   | { type: "ctx"; used: number; max: number | null }
@@ -86,6 +100,7 @@ const KNOWN = new Set([
   "search",
   "delete",
   "ping",
+  "approve",
 ]);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -149,6 +164,18 @@ export function parseCommand(value: unknown): Parsed {
       return {
         ok: true,
         command: { type: "list", limit: Math.min(value.limit, MAX_LIMIT) },
+      };
+    }
+    case "approve": {
+      if (typeof value.call !== "string" || value.call === "") {
+        return { ok: false, message: "bad call" };
+      }
+      if (typeof value.allow !== "boolean") {
+        return { ok: false, message: "bad allow" };
+      }
+      return {
+        ok: true,
+        command: { type: "approve", call: value.call, allow: value.allow },
       };
     }
     default:

@@ -14,6 +14,9 @@ import { missingGrants } from "./permissions.ts";
 import { integrityProblems } from "../store/schema.ts";
 import { groupKillHelper } from "../tools/runner.ts";
 import { loadTools } from "../tools/load.ts";
+import { describeStatus, McpHub } from "../tools/mcp.ts";
+import { planMcp } from "../tools/mcp_plan.ts";
+import { VERSION } from "../version.ts";
 
 /** How one check came out. */
 export type Status = "ok" | "warn" | "fail";
@@ -77,13 +80,17 @@ export async function* checks(
   if (config !== null) {
     yield grantsLine(paths, config);
     yield* toolLines(config);
+    yield* mcpLines(paths, config);
     yield* llmLines(config, options);
   }
   yield* historyLines(paths);
 }
 
 function grantsLine(paths: Paths, config: Config): CheckLine {
-  const missing = missingGrants({ paths, config });
+  const missing = [
+    ...missingGrants({ paths, config }),
+    ...planMcp(config, paths.configDir).missing,
+  ];
   if (config.tool_group_kill && groupKillHelper() === null) {
     missing.push(
       "--allow-run=<path of coreutils timeout> (for tool_group_kill)",
@@ -120,6 +127,37 @@ async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
       status: "warn",
       subject: "tool",
       message: `${file} is left out: ${reason}`,
+    };
+  }
+}
+
+/** Starts each MCP server once (no restarts), lists its tools, and ends it. */
+async function* mcpLines(
+  paths: Paths,
+  config: Config,
+): AsyncGenerator<CheckLine> {
+  const plan = planMcp(config, paths.configDir);
+  for (const { name, reason } of plan.leftOut) {
+    yield {
+      status: "fail",
+      subject: `mcp ${name}`,
+      message: `left out: ${reason}`,
+    };
+  }
+  if (plan.servers.length === 0) return;
+  await using hub = new McpHub(plan.servers, {
+    defaultTimeout: config.tool_timeout,
+    outputLimit: config.tool_output_limit,
+    version: VERSION,
+    cwd: paths.configDir,
+    restart: false,
+  });
+  await hub.start();
+  for (const server of hub.servers) {
+    yield {
+      status: server.status.state === "ready" ? "ok" : "fail",
+      subject: `mcp ${server.name}`,
+      message: describeStatus(server),
     };
   }
 }

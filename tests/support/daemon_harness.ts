@@ -4,6 +4,7 @@ import { type Paths, resolvePaths } from "../../src/launch/paths.ts";
 import { deriveFlags } from "../../src/launch/permissions.ts";
 import { runnerExecutables } from "../../src/tools/runner.ts";
 import { loadTools } from "../../src/tools/load.ts";
+import { mcpExecutables } from "../../src/tools/mcp_plan.ts";
 import { SocketClient } from "./socket_client.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -99,6 +100,7 @@ export class Daemon implements AsyncDisposable {
         executables: [
           ...tools.map((tool) => tool.executable),
           ...runnerExecutables(config),
+          ...mcpExecutables(config, paths.configDir),
         ],
       });
     }
