@@ -10,7 +10,7 @@ import { writeAll } from "./src/write_all.ts";
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
   chat [--no-think]  interactive terminal client
-  ask [--think] [--json] "question"
+  ask [--think] [--json] [--yes] "question"
                      print one answer (the question from stdin when omitted)
   flags [--shell]    print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database

@@ -1,7 +1,9 @@
 /**
  * `main.ts ask "question"`: one answer on stdout for scripts. Only the
  * events of this client's own turn count: it starts with the `user` echo
- * that follows the `ask` and ends at the next `done` or turn `error`.
+ * that follows the `ask` and ends at the next `done` or turn `error`. A tool
+ * call of that turn that waits for approval is declined, or with `--yes`
+ * allowed; calls of other turns are left to other clients.
  */
 import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
@@ -31,7 +33,7 @@ export const ASK_EXIT = Object.freeze({
   interrupted: 130,
 });
 
-const USAGE = 'usage: main.ts ask [--think] [--json] ["question"]';
+const USAGE = 'usage: main.ts ask [--think] [--json] [--yes] ["question"]';
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
 const INTERRUPTED: unique symbol = Symbol("interrupted");
@@ -40,17 +42,20 @@ const INTERRUPTED: unique symbol = Symbol("interrupted");
 export interface AskArgs {
   think: boolean;
   json: boolean;
+  /** Allow the tool calls of this turn that wait for approval. */
+  yes: boolean;
   words: string[];
 }
 
 /** Parses ask's arguments; TypeError naming an unknown flag. */
 export function parseAskArgs(args: string[]): AskArgs {
-  const parsed: AskArgs = { think: false, json: false, words: [] };
+  const parsed: AskArgs = { think: false, json: false, yes: false, words: [] };
   let flags = true;
   for (const arg of args) {
     if (flags && arg === "--") flags = false;
     else if (flags && arg === "--think") parsed.think = true;
     else if (flags && arg === "--json") parsed.json = true;
+    else if (flags && arg === "--yes") parsed.yes = true;
     else if (flags && arg.startsWith("-") && arg !== "-") {
       throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
     } else parsed.words.push(arg);
@@ -153,6 +158,7 @@ export async function runAsk(
     parsed,
     dim,
     question.toWellFormed(),
+    (call, allow) => client.send({ type: "approve", call, allow }),
   );
   try {
     await client.send({ type: "ask", text: question });
@@ -205,6 +211,8 @@ class TurnPrinter {
     readonly dim: boolean,
     /** The question as the daemon echoes it. */
     readonly question: string,
+    /** Answers a call of this turn that waits for approval. */
+    readonly approve: (call: string, allow: boolean) => Promise<void>,
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
@@ -227,6 +235,19 @@ class TurnPrinter {
       case "think":
         if (this.args.think) await this.#think(event.delta);
         return null;
+      case "confirm": {
+        const allow = this.args.yes;
+        await this.approve(event.call, allow);
+        if (!allow || this.args.think) {
+          await this.#closeThink();
+          await this.#err(
+            allow
+              ? `[allowed ${event.tool}]\n`
+              : `[declined ${event.tool}: run ask with --yes to allow tool calls that need approval]\n`,
+          );
+        }
+        return null;
+      }
       case "tool":
         if (this.args.think) {
           await this.#closeThink();
@@ -251,6 +272,10 @@ class TurnPrinter {
         }
         return ASK_EXIT.failed;
       case "error":
+        // Another client answered that call first: the answer stands.
+        if (event.turn !== true && event.message === "no such call") {
+          return null;
+        }
         if (event.turn !== true) {
           await writeAll(this.stderr, `${event.message}\n`);
           return ASK_EXIT.failed;

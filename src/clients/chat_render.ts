@@ -3,7 +3,7 @@
  * conversation, reasoning dimmed, the answer as it streams, tool use as a
  * status line, errors in red. Pure: it returns text and tracks the column.
  */
-import type { Event, PendingView, TurnView } from "../protocol.ts";
+import type { ConfirmView, Event, PendingView, TurnView } from "../protocol.ts";
 
 /** Options of a {@link Renderer}. */
 export interface RendererOptions {
@@ -15,7 +15,7 @@ export interface RendererOptions {
   clearOnSwitch: boolean;
 }
 
-type Section = "none" | "think" | "reply" | "tool";
+type Section = "none" | "think" | "reply" | "tool" | "confirm";
 
 /** What a `conversations` answer is the answer to. */
 export type ListContext = { deleted: number } | null;
@@ -35,6 +35,28 @@ const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 /** Removes control characters (escape sequences included) but newlines and tabs: text from the model never drives the terminal. */
 export function sanitize(text: string): string {
   return text.replace(/\r\n?/g, "\n").replace(CONTROLS, "");
+}
+
+/** Longest rendering of a call's arguments in a prompt. */
+const MAX_ARGS_SHOWN = 400;
+
+/** A value as compact JSON with a space after each colon and comma: `{"place": "Paris"}`. */
+export function formatArgs(value: unknown): string {
+  const walk = (item: unknown): string => {
+    if (Array.isArray(item)) return `[${item.map(walk).join(", ")}]`;
+    if (typeof item === "object" && item !== null) {
+      return `{${
+        Object.entries(item).map(([key, inner]) =>
+          `${JSON.stringify(key)}: ${walk(inner)}`
+        ).join(", ")
+      }}`;
+    }
+    return JSON.stringify(item) ?? "null";
+  };
+  const text = sanitize(walk(value)).replace(/\n/g, " ");
+  return text.length > MAX_ARGS_SHOWN
+    ? `${text.slice(0, MAX_ARGS_SHOWN - 1)}…`
+    : text;
 }
 
 /** Local `YYYY-MM-DD HH:MM` of a Unix time in seconds. */
@@ -71,7 +93,32 @@ export class Renderer {
     );
     out += this.#conversationBody(event.id, event.turns);
     if (event.pending) out += this.#pending(event.pending, event.state);
+    if (event.pending?.confirm) out += this.confirm(event.pending.confirm);
     return out;
+  }
+
+  /** The question for a call that waits for approval; the answer is typed on the same line. */
+  confirm(view: ConfirmView): string {
+    const out = this.#endSection() +
+      this.#write(
+        this.#style(
+          "yellow",
+          `run ${sanitize(view.tool)} ${formatArgs(view.args)}? [y/N] `,
+        ),
+      );
+    this.#section = "confirm";
+    return out;
+  }
+
+  /** How an approval ended; `mine` when this client gave the answer. */
+  approved(allow: boolean, mine: boolean): string {
+    const word = allow ? "allowed" : "declined";
+    const text = mine ? word : `${word} (answered elsewhere or timed out)`;
+    if (this.#section === "confirm") {
+      this.#section = "none";
+      return this.#write(this.#style("dim", text) + "\n");
+    }
+    return this.#endSection() + this.#line(this.#style("dim", `[${text}]`));
   }
 
   /** Text for one event; `list` says what a `conversations` answer answers. */

@@ -14,7 +14,6 @@ import { missingGrants } from "./permissions.ts";
 import { integrityProblems } from "../store/schema.ts";
 import { groupKillHelper } from "../tools/runner.ts";
 import { loadTools } from "../tools/load.ts";
-import { describeStatus, McpHub } from "../tools/mcp.ts";
 import { planMcp } from "../tools/mcp_plan.ts";
 import { VERSION } from "../version.ts";
 
@@ -145,6 +144,8 @@ async function* mcpLines(
     };
   }
   if (plan.servers.length === 0) return;
+  // Loaded only here: the launcher, which shares this module, never needs the SDK.
+  const { describeStatus, McpHub } = await import("../tools/mcp.ts");
   await using hub = new McpHub(plan.servers, {
     defaultTimeout: config.tool_timeout,
     outputLimit: config.tool_output_limit,
