@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  formatArgs,
   modelName,
   Renderer,
   sanitize,
@@ -142,4 +143,33 @@ Deno.test("text from the daemon cannot carry escape sequences to the terminal", 
   const out = render([{ type: "token", delta: "\x1b[2Jx" }]);
   assert.equal(out, "[2Jx");
   assert.equal(modelName("/srv/models/Qwen3-8B.Q4.gguf"), "Qwen3-8B.Q4");
+});
+
+Deno.test("a call's arguments show as compact JSON, escape sequences removed, long ones cut", () => {
+  assert.equal(formatArgs({ place: "Paris" }), '{"place": "Paris"}');
+  assert.equal(
+    formatArgs({ a: [1, true, null], b: { c: "x" } }),
+    '{"a": [1, true, null], "b": {"c": "x"}}',
+  );
+  assert.equal(formatArgs({ t: "\x1b[2Jhi" }), '{"t": "\\u001b[2Jhi"}');
+  const long = formatArgs({ text: "y".repeat(1000) });
+  assert.equal(long.length, 400);
+  assert.ok(long.endsWith("…"));
+});
+
+Deno.test("a waiting call is asked on one line; the answer ends it, or a note says it was decided elsewhere", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const view = { call: "c1", tool: "weather", args: { place: "Oslo" } };
+  assert.equal(
+    renderer.confirm(view) + renderer.approved(true, true),
+    'run weather {"place": "Oslo"}? [y/N] allowed\n',
+  );
+  assert.equal(
+    renderer.confirm(view) + renderer.approved(false, false),
+    'run weather {"place": "Oslo"}? [y/N] declined (answered elsewhere or timed out)\n',
+  );
 });
