@@ -53,6 +53,8 @@ export interface McpSettings {
   restart?: boolean;
 }
 
+/** The least time a server gets to answer its handshake and list its tools. */
+const MIN_START_SECONDS = 60;
 /** A server that stayed up this long starts its next restart from the first pause again. */
 const STABLE_MS = 60_000;
 /** How long a failed server's stderr is still read (a child it left may hold the pipe). */
@@ -121,6 +123,11 @@ export class McpServer implements AsyncDisposable {
     return this.config.timeout ?? this.#settings.defaultTimeout;
   }
 
+  /** Seconds for the handshake and the tool list: a first `npx` run downloads the server before it can answer. */
+  get #startSeconds(): number {
+    return Math.max(this.timeout, MIN_START_SECONDS);
+  }
+
   /** Resolves once the first start has succeeded or failed. */
   get settled(): Promise<void> {
     return this.#settled.promise;
@@ -146,7 +153,7 @@ export class McpServer implements AsyncDisposable {
       name: "desktop-assistant",
       version: this.#settings.version,
     });
-    const timeout = this.timeout * 1000;
+    const timeout = this.#startSeconds * 1000;
     let ready = false;
     transport.onerror = (error) => {
       log.debug("mcp server stream error", {
@@ -236,7 +243,7 @@ export class McpServer implements AsyncDisposable {
     if (error instanceof Deno.errors.NotFound) {
       reason = `${this.executable} was not found`;
     } else if (codeOf(error) === ErrorCode.RequestTimeout) {
-      reason = `no answer within ${this.timeout} s`;
+      reason = `no answer within ${this.#startSeconds} s`;
     } else if (codeOf(error) === ErrorCode.ConnectionClosed) {
       reason = `${exitWords(await transport.exited)} before it was ready`;
     } else {
