@@ -24,7 +24,7 @@ interface Waiting {
 }
 
 /** The calls waiting for the user's answer. */
-export class Approvals implements Disposable {
+export class Approvals {
   readonly #options: ApprovalsOptions;
   readonly #waiting = new Map<string, Waiting>();
 
@@ -78,13 +78,6 @@ export class Approvals implements Disposable {
     if (!waiting) return false;
     waiting.settle(allow ? "allow" : "deny");
     return true;
-  }
-
-  /** Cancels every wait. */
-  [Symbol.dispose](): void {
-    for (const waiting of [...this.#waiting.values()]) {
-      waiting.settle("cancel");
-    }
   }
 }
 

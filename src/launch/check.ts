@@ -78,8 +78,20 @@ export async function* checks(
   }
   if (config !== null) {
     yield grantsLine(paths, config);
-    yield* toolLines(config);
-    yield* mcpLines(paths, config);
+    // Every tool name found, for the check of confirm_tools.
+    const offered = new Set<string>();
+    yield* toolLines(config, offered);
+    yield* mcpLines(paths, config, offered);
+    const unknown = config.confirm_tools.filter((name) => !offered.has(name));
+    if (unknown.length > 0) {
+      yield {
+        status: "warn",
+        subject: "confirm_tools",
+        message: `${
+          unknown.join(", ")
+        } matches no tool file or MCP tool: a misspelt name there would let that tool run without asking`,
+      };
+    }
     yield* llmLines(config, options);
   }
   yield* historyLines(paths);
@@ -111,8 +123,12 @@ function grantsLine(paths: Paths, config: Config): CheckLine {
   };
 }
 
-async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
+async function* toolLines(
+  config: Config,
+  offered: Set<string>,
+): AsyncGenerator<CheckLine> {
   const { tools, skipped } = await loadTools(config.tools_dirs);
+  for (const tool of tools) offered.add(tool.name);
   const names = tools.map((tool) => tool.name).join(", ");
   yield {
     status: "ok",
@@ -134,6 +150,7 @@ async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
 async function* mcpLines(
   paths: Paths,
   config: Config,
+  offered: Set<string>,
 ): AsyncGenerator<CheckLine> {
   const plan = planMcp(config, paths.configDir);
   for (const { name, reason } of plan.leftOut) {
@@ -154,6 +171,7 @@ async function* mcpLines(
     restart: false,
   });
   await hub.start();
+  for (const tool of hub.tools()) offered.add(tool.name);
   for (const server of hub.servers) {
     yield {
       status: server.status.state === "ready" ? "ok" : "fail",

@@ -214,7 +214,10 @@ Deno.test("a server whose command does not exist is left out; the daemon starts 
   const config = mcpTable("ghost", ["no-such-mcp-server-da-test", "--stdio"]) +
     mcpTable("broken", fixtureCommand(["--fail-start"])) +
     mcpTable("fix", fixtureCommand(), { confirm: false });
-  await using daemon = await Daemon.start({ llmUrl: llm.url, config });
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: 'confirm_tools = ["fix__fail", "fix__typo"]\n' + config,
+  });
   assert.match(
     daemon.log,
     /mcp server left out server=ghost reason="its executable no-such-mcp-server-da-test was not found on PATH"/,
@@ -247,6 +250,10 @@ Deno.test("a server whose command does not exist is left out; the daemon starts 
   assert.match(
     out,
     /^ok {3}mcp fix: 6 tools \(fix__types, fix__fail, fix__sleep, fix__image, fix__big, fix__crash\)$/m,
+  );
+  assert.match(
+    out,
+    /^warn confirm_tools: fix__typo matches no tool file or MCP tool: /m,
   );
 });
 
@@ -342,4 +349,48 @@ Deno.test("MCP tools wait for approval unless their server says confirm = false"
   await client.send({ type: "approve", call: confirm.call, allow: true });
   await client.until(isIdle);
   assert.match(toolResults(llm, 1)[0]!, /"text":"ok"/);
+});
+
+/** Pids of processes whose argv holds `tag`. */
+async function processesTagged(tag: string): Promise<number[]> {
+  const pids: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const argv = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
+      if (argv.split("\0").includes(tag)) pids.push(Number(entry.name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/** Waits until no process carries `tag`; the server is another process, and /proc is the only word it gives. */
+async function noneLeft(tag: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await processesTagged(tag)).length > 0) {
+    if (Date.now() > deadline) {
+      throw new Error(`a server tagged ${tag} lives on`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+Deno.test("the servers end with the daemon: at SIGTERM it ends them, after SIGKILL their input closes and they exit", async () => {
+  await using llm = await FakeLlm.start();
+  for (const signal of ["SIGTERM", "SIGKILL"] as const) {
+    const tag = `--tag=${crypto.randomUUID()}`;
+    await using daemon = await Daemon.start({
+      llmUrl: llm.url,
+      config: mcpTable("fix", fixtureCommand([tag]), { confirm: false }),
+    });
+    assert.equal((await processesTagged(tag)).length, 1);
+    const status = await daemon.stop(signal);
+    if (signal === "SIGTERM") {
+      assert.equal(status.code, 0);
+      assert.deepEqual(await processesTagged(tag), [], "ended before the exit");
+    }
+    await noneLeft(tag);
+  }
 });
