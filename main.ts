@@ -9,8 +9,9 @@ import { writeAll } from "./src/write_all.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
-  chat [--no-think]  interactive terminal client
-  ask [--think] [--json] "question"
+  chat [--no-think] [--raw]
+                     interactive terminal client (--raw: replies as sent)
+  ask [--think] [--json] [--render] "question"
                      print one answer (the question from stdin when omitted)
   flags [--shell]    print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database

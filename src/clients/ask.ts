@@ -7,6 +7,7 @@ import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import type { Event } from "../protocol.ts";
+import type { MarkdownReplyView } from "./chat_render.ts";
 import { writeAll, type Writer } from "../write_all.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
@@ -18,6 +19,8 @@ export interface AskOptions {
   stderr?: Writer;
   /** Dim the reasoning on stderr; default: stderr is a terminal and NO_COLOR is unset. */
   dimStderr?: boolean;
+  /** Whether `--render` may draw Markdown; default: stdout is a terminal and NO_COLOR is unset. */
+  colorStdout?: boolean;
   /** Aborts like Ctrl-C; default: SIGINT. */
   interrupt?: AbortSignal;
 }
@@ -31,7 +34,7 @@ export const ASK_EXIT = Object.freeze({
   interrupted: 130,
 });
 
-const USAGE = 'usage: main.ts ask [--think] [--json] ["question"]';
+const USAGE = 'usage: main.ts ask [--think] [--json] [--render] ["question"]';
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
 const INTERRUPTED: unique symbol = Symbol("interrupted");
@@ -40,17 +43,25 @@ const INTERRUPTED: unique symbol = Symbol("interrupted");
 export interface AskArgs {
   think: boolean;
   json: boolean;
+  /** Draw the answer's Markdown when stdout is a colour terminal. */
+  render: boolean;
   words: string[];
 }
 
 /** Parses ask's arguments; TypeError naming an unknown flag. */
 export function parseAskArgs(args: string[]): AskArgs {
-  const parsed: AskArgs = { think: false, json: false, words: [] };
+  const parsed: AskArgs = {
+    think: false,
+    json: false,
+    render: false,
+    words: [],
+  };
   let flags = true;
   for (const arg of args) {
     if (flags && arg === "--") flags = false;
     else if (flags && arg === "--think") parsed.think = true;
     else if (flags && arg === "--json") parsed.json = true;
+    else if (flags && arg === "--render") parsed.render = true;
     else if (flags && arg.startsWith("-") && arg !== "-") {
       throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
     } else parsed.words.push(arg);
@@ -153,6 +164,7 @@ export async function runAsk(
     parsed,
     dim,
     question.toWellFormed(),
+    await markdownView(parsed, options),
   );
   try {
     await client.send({ type: "ask", text: question });
@@ -190,6 +202,24 @@ export async function runAsk(
   }
 }
 
+/** The Markdown view for `--render` on a colour terminal; null prints the answer as sent. */
+async function markdownView(
+  args: AskArgs,
+  options: AskOptions,
+): Promise<MarkdownReplyView | null> {
+  const color = options.colorStdout ??
+    (Deno.stdout.isTerminal() && !Deno.noColor);
+  if (!args.render || args.json || !color) return null;
+  const [{ MarkdownView }, { consoleSize }] = await Promise.all([
+    import("./markdown_view.ts"),
+    import("./terminal_text.ts"),
+  ]);
+  return new MarkdownView({
+    columns: () => consoleSize().columns,
+    rows: () => consoleSize().rows,
+  });
+}
+
 /** Prints the events of one turn and says when it is over. */
 class TurnPrinter {
   /** Set once this client sent `stop`: the stop needs no explaining then. */
@@ -205,6 +235,8 @@ class TurnPrinter {
     readonly dim: boolean,
     /** The question as the daemon echoes it. */
     readonly question: string,
+    /** Draws the answer's Markdown (`--render`); null prints it as sent. */
+    readonly view: MarkdownReplyView | null = null,
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
@@ -236,7 +268,10 @@ class TurnPrinter {
       case "token":
         if (!this.args.json) {
           await this.#closeThink();
-          await writeAll(this.stdout, event.delta);
+          await writeAll(
+            this.stdout,
+            this.view ? this.view.push(event.delta) : event.delta,
+          );
         }
         this.#wroteAnswer ||= event.delta !== "";
         return null;
@@ -267,7 +302,10 @@ class TurnPrinter {
   async finish(complete = false): Promise<void> {
     await this.#closeThink();
     if (this.args.json) return;
-    if (complete || this.#wroteAnswer) await writeAll(this.stdout, "\n");
+    const drawn = this.view?.end() ?? "";
+    // A drawn answer ends its last line itself.
+    if (drawn !== "") await writeAll(this.stdout, drawn);
+    else if (complete || this.#wroteAnswer) await writeAll(this.stdout, "\n");
     this.#wroteAnswer = false;
   }
 

@@ -6,7 +6,7 @@
  */
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Renderer } from "./chat_render.ts";
+import { type MarkdownDrawing, Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
 import { clientFlags, clientSocketPath, connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
@@ -14,6 +14,7 @@ import { AssistantError } from "../errors.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../server/line_stream.ts";
+import { consoleSize } from "./terminal_text.ts";
 
 export { CHAT_EXIT } from "./chat_session.ts";
 
@@ -34,11 +35,13 @@ export interface ChatOptions {
   colors?: boolean;
   /** Terminal width. */
   columns?: () => number;
+  /** Terminal height. */
+  rows?: () => number;
   /** Listen for SIGINT; default true. */
   signals?: boolean;
 }
 
-const USAGE = "usage: main.ts chat [--no-think]";
+const USAGE = "usage: main.ts chat [--no-think] [--raw]";
 const PROMPT_PLAIN = "> ";
 const PROMPT_COLOR = "\x1b[1m>\x1b[0m ";
 const MAX_INPUT_LINE = 1024 * 1024;
@@ -61,22 +64,29 @@ function writeStderr(text: string): void {
   }
 }
 
-function terminalColumns(): number {
-  try {
-    return Deno.consoleSize().columns || 80;
-  } catch {
-    return 80;
-  }
-}
-
-/** Parses chat's arguments: `{ think }`; TypeError naming an unknown one. */
-export function parseChatArgs(args: string[]): { think: boolean } {
+/** Parses chat's arguments: `{ think, raw }`; TypeError naming an unknown one. */
+export function parseChatArgs(
+  args: string[],
+): { think: boolean; raw: boolean } {
   let think = true;
+  let raw = false;
   for (const arg of args) {
     if (arg === "--no-think") think = false;
+    else if (arg === "--raw") raw = true;
     else throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
   }
-  return { think };
+  return { think, raw };
+}
+
+/** Loads the Markdown drawing for a colour terminal; null when it cannot load (replies then show as sent). */
+function loadMarkdown(
+  columns: () => number,
+  rows: () => number,
+): Promise<MarkdownDrawing | null> {
+  return import("./markdown_view.ts").then(
+    ({ markdownDrawing }) => markdownDrawing({ columns, rows }),
+    () => null,
+  );
 }
 
 /** Runs the interactive client; resolves to the exit code: 0 on /quit, Ctrl-D or end of input, 2 when no daemon answers or it goes away, 130 on Ctrl-C at the prompt. */
@@ -86,12 +96,18 @@ export async function runChat(
 ): Promise<number> {
   const err = options.writeError ?? writeStderr;
   let think: boolean;
+  let raw: boolean;
   try {
-    ({ think } = parseChatArgs(args));
+    ({ think, raw } = parseChatArgs(args));
   } catch (error) {
     err(`${(error as Error).message}\n`);
     return CHAT_EXIT.usage;
   }
+  const colors = options.colors ?? (Deno.stdout.isTerminal() && !Deno.noColor);
+  const columns = options.columns ?? (() => consoleSize().columns);
+  const rows = options.rows ?? (() => consoleSize().rows);
+  // Markdown is drawn only in colour; its library loads while the daemon greets.
+  const markdown = colors ? loadMarkdown(columns, rows) : null;
   // Its codes are CHAT_EXIT.failed and CHAT_EXIT.noDaemon.
   const client = await connectOrExplain(options.env, err);
   if (typeof client === "number") return client;
@@ -99,17 +115,22 @@ export async function runChat(
 
   const terminal = options.terminal ??
     (Deno.stdin.isTerminal() && Deno.stdout.isTerminal());
-  const colors = options.colors ?? (Deno.stdout.isTerminal() && !Deno.noColor);
   const out = options.write ?? writeStdout;
   using _raw = terminal ? rawMode(options.setRaw, out) : null;
   const session = new ChatSession({
     client,
-    renderer: new Renderer({ colors, think, clearOnSwitch: terminal }),
+    renderer: new Renderer({
+      colors,
+      think,
+      clearOnSwitch: terminal,
+      markdown: await markdown,
+      raw,
+    }),
     editor: terminal ? new LineEditor() : null,
     out,
     err,
     prompt: colors ? PROMPT_COLOR : PROMPT_PLAIN,
-    columns: options.columns ?? terminalColumns,
+    columns,
   });
   using _signals = options.signals === false ? null : onSigint(session);
 

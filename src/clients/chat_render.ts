@@ -4,6 +4,9 @@
  * status line, errors in red. Pure: it returns text and tracks the column.
  */
 import type { Event, PendingView, TurnView } from "../protocol.ts";
+import { sanitize } from "./terminal_text.ts";
+
+export { sanitize } from "./terminal_text.ts";
 
 /** Options of a {@link Renderer}. */
 export interface RendererOptions {
@@ -13,6 +16,23 @@ export interface RendererOptions {
   think: boolean;
   /** Clear the screen when the conversation changes (a terminal, not a transcript). */
   clearOnSwitch: boolean;
+  /** Draws replies' Markdown (markdown_view.ts); absent, replies show as sent. */
+  markdown?: MarkdownDrawing | null;
+  /** Start with replies as sent even when Markdown can be drawn (`--raw`). */
+  raw?: boolean;
+}
+
+/** Replies' Markdown for the screen: a view that draws one streamed reply, and a stored reply drawn whole. */
+export interface MarkdownDrawing {
+  view(): MarkdownReplyView;
+  render(text: string): string;
+}
+
+/** Draws one streamed reply: output per delta, then output that ends it at a line's start. */
+export interface MarkdownReplyView {
+  push(delta: string): string;
+  end(): string;
+  readonly atLineStart: boolean;
 }
 
 type Section = "none" | "think" | "reply" | "tool";
@@ -29,14 +49,6 @@ const STYLE = {
   reset: "\x1b[0m",
 };
 
-// deno-lint-ignore no-control-regex
-const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
-
-/** Removes control characters (escape sequences included) but newlines and tabs: text from the model never drives the terminal. */
-export function sanitize(text: string): string {
-  return text.replace(/\r\n?/g, "\n").replace(CONTROLS, "");
-}
-
 /** Local `YYYY-MM-DD HH:MM` of a Unix time in seconds. */
 export function formatTime(seconds: number): string {
   const date = new Date(seconds * 1000);
@@ -52,10 +64,20 @@ export class Renderer {
   #section: Section = "none";
   #atLineStart = true;
   #toolOpen: string | null = null;
+  #markdown: boolean;
+  #view: MarkdownReplyView | null = null;
 
   /** Creates a renderer. */
   constructor(options: RendererOptions) {
     this.#options = options;
+    this.#markdown = !!options.markdown && !options.raw;
+  }
+
+  /** Switches Markdown drawing for the next replies (`/raw`); the new state, or null where it cannot be drawn. */
+  toggleMarkdown(): boolean | null {
+    if (!this.#options.markdown) return null;
+    this.#markdown = !this.#markdown;
+    return this.#markdown;
   }
 
   /** True when the cursor is at the start of a line. */
@@ -158,6 +180,12 @@ export class Renderer {
     if (this.#section !== "reply") {
       out += this.#endSection();
       this.#section = "reply";
+      if (this.#markdown) this.#view = this.#options.markdown!.view();
+    }
+    if (this.#view) {
+      out += this.#view.push(delta);
+      this.#atLineStart = this.#view.atLineStart;
+      return out;
     }
     return out + this.#write(sanitize(delta));
   }
@@ -184,6 +212,12 @@ export class Renderer {
   #endSection(): string {
     this.#section = "none";
     this.#toolOpen = null;
+    if (this.#view) {
+      const out = this.#view.end();
+      this.#view = null;
+      this.#atLineStart = true;
+      return out;
+    }
     return this.endLine();
   }
 
@@ -220,7 +254,10 @@ export class Renderer {
           this.#style("cyan", `[tools] ${turn.tools.map(sanitize).join(", ")}`),
         );
       }
-      out += this.#line(sanitize(turn.reply)) + this.#write("\n");
+      out += this.#markdown
+        ? this.endLine() + this.#options.markdown!.render(turn.reply)
+        : this.#line(sanitize(turn.reply));
+      out += this.#write("\n");
     }
     return out;
   }

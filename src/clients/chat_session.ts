@@ -24,6 +24,7 @@ const HELP = [
   "/open N         open conversation N",
   "/search words   search every conversation",
   "/delete N       delete conversation N",
+  "/raw            show replies as sent, or Markdown drawn again (chat --raw starts so)",
   "/help           this help; /quit leaves",
   "Anything else is a question (start it with // to begin with a /).",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves.",
@@ -238,6 +239,17 @@ export class ChatSession {
       case "/?":
         this.#print(this.renderer.info(HELP));
         return;
+      case "/raw": {
+        const drawn = this.renderer.toggleMarkdown();
+        this.#print(this.renderer.info(
+          drawn === null
+            ? "Markdown is drawn only on a colour terminal: replies show as sent"
+            : drawn
+            ? "Markdown drawn from the next reply on"
+            : "Replies show as sent from the next one on; /raw draws Markdown again",
+        ));
+        return;
+      }
       case "/quit":
       case "/exit":
         this.finish(CHAT_EXIT.ok);

@@ -79,6 +79,8 @@ export interface SpawnOptions {
   env: Record<string, string>;
   /** Run the command inside a pseudo-terminal (util-linux `script`). */
   pty?: boolean;
+  /** The pseudo-terminal's size; default whatever `script` gives it. */
+  size?: { columns: number; rows: number };
 }
 
 /** A client subprocess with piped stdio; its output accumulates for matching. */
@@ -113,10 +115,13 @@ export class ClientProcess implements AsyncDisposable {
   /** Starts `deno <args>`, in a pseudo-terminal when asked. */
   static spawn(args: string[], options: SpawnOptions): ClientProcess {
     const command = options.pty ? "script" : Deno.execPath();
+    const size = options.size
+      ? `stty cols ${options.size.columns} rows ${options.size.rows} && exec `
+      : "";
     const argv = options.pty
       ? [
         "-qfec",
-        [Deno.execPath(), ...args].map(shellQuote).join(" "),
+        size + [Deno.execPath(), ...args].map(shellQuote).join(" "),
         "/dev/null",
       ]
       : args;

@@ -1,0 +1,280 @@
+/**
+ * Markdown in the terminal clients, end to end: the fake llama-server
+ * streams a Markdown answer token by token, the client runs on a
+ * pseudo-terminal (util-linux `script`) or with piped stdout, and what the
+ * terminal shows is read back through a terminal emulator.
+ */
+import assert from "node:assert/strict";
+import { renderMarkdown } from "../../src/clients/markdown.ts";
+import {
+  clientArgs,
+  clientEnv,
+  ClientProcess,
+  runClient,
+  startDaemon,
+} from "../support/client_harness.ts";
+import { FakeLlm, hold, reply } from "../support/fake_llm.ts";
+import { MARKDOWN_REPLY, modelTokens } from "../support/markdown_reply.ts";
+import { Screen } from "../support/screen.ts";
+
+const hasScript = await new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((out) => out.success, () => false);
+const PTY_SKIP = hasScript
+  ? ""
+  : " (skipped: util-linux `script` is not installed)";
+
+const SIZE = { columns: 80, rows: 40 };
+
+/** Environment with colours on: NO_COLOR unset. */
+function colorEnv(runtimeDir: string): Record<string, string> {
+  const env = clientEnv(runtimeDir);
+  delete env.NO_COLOR;
+  return env;
+}
+
+/** What a terminal of SIZE shows for this output. */
+async function screenOf(output: string): Promise<Screen> {
+  const screen = new Screen(SIZE);
+  await screen.write(output);
+  return screen;
+}
+
+/** The screen lines of the reply drawn whole at SIZE's width. */
+async function drawnWhole(text: string): Promise<string[]> {
+  using screen = await screenOf(renderMarkdown(text, SIZE.columns));
+  return screen.lines();
+}
+
+/** Every line after the one showing the question (the prompt, left with Ctrl-D, shows nothing). */
+function linesAfter(screen: Screen, question: string): string[] {
+  const at = screen.text().lastIndexOf(`> ${question}`);
+  assert.notEqual(at, -1, `"> ${question}" is not on screen`);
+  return screen.lines().slice(at + 1);
+}
+
+Deno.test({
+  name:
+    `chat on a terminal draws a streamed Markdown answer: highlighted, with borders, ending as the answer drawn whole${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(reply({ content: modelTokens(MARKDOWN_REPLY) }));
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("How do I read a file?\r");
+    at = await chat.waitFor("for more.", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+
+    const whole = await drawnWhole(MARKDOWN_REPLY);
+    using screen = await screenOf(chat.stdout);
+    assert.deepEqual(linesAfter(screen, "How do I read a file?"), whole);
+    // Highlighting by the fence's language, table borders, the link's URL.
+    assert.equal(screen.styleOf("export"), "35");
+    assert.equal(screen.styleOf("// Reads the config"), "2");
+    const text = screen.text();
+    assert.ok(
+      text.some((line) => line.startsWith("┌─────────┬")),
+      text.join("\n"),
+    );
+    assert.ok(
+      text.includes(
+        "See the manual (https://docs.deno.com/runtime/) for more.",
+      ),
+    );
+    assert.ok(!text.some((line) => line.includes("```")));
+  },
+});
+
+Deno.test({
+  name:
+    `mid-answer, finished blocks are drawn, a code block's complete lines highlighted, the line arriving shown as sent${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    const cut = MARKDOWN_REPLY.indexOf("...DEFAULTS") + "...DEF".length;
+    const sent = MARKDOWN_REPLY.slice(0, cut);
+    await using llm = await FakeLlm.start();
+    llm.enqueue(hold(modelTokens(sent)));
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("Half an answer?\r");
+    at = await chat.waitFor("return { ...DEF", at);
+    {
+      using screen = await screenOf(chat.stdout);
+      const complete = sent.slice(0, sent.lastIndexOf("\n"));
+      // The unclosed fence's closing rule is not drawn yet.
+      const drawn = (await drawnWhole(complete)).slice(0, -1);
+      assert.deepEqual(linesAfter(screen, "Half an answer?"), [
+        ...drawn,
+        "  return { ...DEF",
+      ]);
+    }
+    await chat.type("\x03");
+    at = await chat.waitFor("[stopped]", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+    // Stopped there, the answer is drawn whole as far as it came.
+    using screen = await screenOf(chat.stdout);
+    assert.deepEqual(linesAfter(screen, "Half an answer?"), [
+      ...await drawnWhole(sent),
+      "\x1b[0;2m[stopped]\x1b[0m",
+    ]);
+  },
+});
+
+Deno.test({
+  name:
+    `NO_COLOR on a terminal, a piped stdout and ask show the answer byte-exact as sent${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start({
+      defaultScript: reply({ content: modelTokens(MARKDOWN_REPLY) }),
+    });
+    await using daemon = await startDaemon(llm.url);
+    const socket = daemon.paths.socketPath;
+    const runtime = daemon.paths.runtimeDir;
+
+    const piped = await runClient(
+      clientArgs(socket, ["chat"]),
+      colorEnv(runtime),
+      "Piped?\n",
+    );
+    assert.equal(piped.code, 0);
+    assert.ok(
+      piped.stdout.includes(`\n> Piped?\n${MARKDOWN_REPLY}\n\n`),
+      piped.stdout,
+    );
+
+    for (const render of [[], ["--render"]]) {
+      const asked = await runClient(
+        clientArgs(socket, ["ask", ...render, "Asked?"]),
+        colorEnv(runtime),
+      );
+      assert.equal(asked.code, 0);
+      assert.equal(asked.stdout, `${MARKDOWN_REPLY}\n`);
+    }
+
+    await using plain = ClientProcess.spawn(
+      clientArgs(socket, ["chat"]),
+      { env: clientEnv(runtime), pty: true, size: SIZE },
+    );
+    let at = await plain.waitFor(/> \r/);
+    await plain.type("No colour?\r");
+    at = await plain.waitFor("for more.", at);
+    await plain.waitFor(/> \r/, at);
+    await plain.type("\x04");
+    assert.equal(await plain.exit(), 0);
+    // The terminal's driver turns each newline into CR LF.
+    const shown = plain.stdout.replaceAll("\r\n", "\n");
+    assert.ok(shown.includes(`\n${MARKDOWN_REPLY}\n\n`), shown);
+
+    await using asked = ClientProcess.spawn(
+      clientArgs(socket, ["ask", "On a terminal?"]),
+      { env: colorEnv(runtime), pty: true, size: SIZE },
+    );
+    assert.equal(await asked.exit(), 0);
+    assert.equal(asked.stdout.replaceAll("\r\n", "\n"), `${MARKDOWN_REPLY}\n`);
+  },
+});
+
+Deno.test({
+  name:
+    `ask --render draws the answer on a colour terminal as chat does${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(reply({ content: modelTokens(MARKDOWN_REPLY) }));
+    await using daemon = await startDaemon(llm.url);
+    await using asked = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["ask", "--render", "Drawn?"]),
+      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
+    );
+    assert.equal(await asked.exit(), 0);
+    using screen = await screenOf(asked.stdout);
+    assert.deepEqual(screen.lines(), await drawnWhole(MARKDOWN_REPLY));
+  },
+});
+
+Deno.test({
+  name:
+    `chat --raw shows answers as sent until /raw draws them again${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start({
+      defaultScript: reply({ content: modelTokens(MARKDOWN_REPLY) }),
+    });
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat", "--raw"]),
+      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("As sent?\r");
+    at = await chat.waitFor("for more.", at);
+    at = await chat.waitFor(/> \r/, at);
+    const raw = chat.stdout.replaceAll("\r\n", "\n");
+    assert.ok(raw.includes(`\n${MARKDOWN_REPLY}\n\n`), raw);
+
+    await chat.type("/raw\r");
+    at = await chat.waitFor("Markdown drawn from the next reply on", at);
+    await chat.type("Drawn?\r");
+    at = await chat.waitFor("for more.", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+    const whole = await drawnWhole(MARKDOWN_REPLY);
+    using screen = await screenOf(chat.stdout);
+    assert.deepEqual(linesAfter(screen, "Drawn?"), whole);
+  },
+});
+
+Deno.test({
+  name:
+    `an escape sequence inside a code block reaches the screen as visible text${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    const answer = [
+      "Try:",
+      "```sh",
+      "printf '\x1b[31mred\x1b[0m\x1b]0;owned\x07'",
+      "```",
+    ].join("\n");
+    await using llm = await FakeLlm.start();
+    llm.enqueue(reply({ content: modelTokens(answer) }));
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("Colours?\r");
+    at = await chat.waitFor("Try:", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+    assert.ok(!chat.stdout.includes("\x1b[31m"), "the model's SGR was obeyed");
+    assert.ok(!chat.stdout.includes("\x1b]0;"), "the model's title was obeyed");
+    using screen = await screenOf(chat.stdout);
+    assert.ok(
+      screen.text().includes("printf '␛[31mred␛[0m␛]0;owned␇'"),
+      screen.text().join("\n"),
+    );
+    assert.deepEqual(
+      linesAfter(screen, "Colours?"),
+      await drawnWhole(answer),
+    );
+  },
+});
