@@ -106,7 +106,7 @@ export class MarkdownRenderer {
       case "hr":
         return [style("─".repeat(Math.max(1, width)), DIM)];
       case "html":
-        return t.text.replace(/\n+$/, "").split("\n");
+        return showControls(t.text).replace(/\n+$/, "").split("\n");
       default:
         return wrap([{ text: t.raw, sgr: "" }], width);
     }
@@ -137,7 +137,9 @@ export class MarkdownRenderer {
     if (token.codeBlockStyle === "indented") text = text.replace(/\n+$/, "");
     // marked keeps an open fence's trailing newline; the closed fence does not.
     else if (!closed && text.endsWith("\n")) text = text.slice(0, -1);
-    const lines = text === "" ? [] : text.split("\n").map(expandTabs);
+    const lines = text === ""
+      ? []
+      : showControls(text).split("\n").map(expandTabs);
     const tag = token.lang ?? "";
     if (!this.#code || this.#code.language !== codeLanguage(tag)) {
       this.#code = new CodeHighlighter(tag);
@@ -154,28 +156,26 @@ export class MarkdownRenderer {
 
   #list(token: Tokens.List, width: number, depth: number): string[] {
     const first = token.start === "" ? 1 : Number(token.start);
-    const markers = token.items.map((item, index) => {
-      const mark = token.ordered
-        ? `${first + index}.`
-        : BULLETS[depth % BULLETS.length]!;
-      return item.task ? `${mark} ${item.checked ? "☑" : "☐"}` : mark;
-    });
-    const indent = Math.max(...markers.map(textWidth)) + 1;
+    // Numbers align on their right; each item's text starts after its marker.
+    const numbers = token.items.map((_, index) => `${first + index}.`);
+    const numberWidth = Math.max(...numbers.map((n) => n.length));
     const lines: string[] = [];
     token.items.forEach((item, index) => {
       if (index > 0 && token.loose) lines.push("");
+      let marker = token.ordered
+        ? numbers[index]!.padStart(numberWidth)
+        : BULLETS[depth % BULLETS.length]!;
+      if (item.task) marker += item.checked ? " ☑" : " ☐";
+      const indent = textWidth(marker) + 1;
       const body = this.#blocks(
         item.tokens.filter((t) => t.type !== "checkbox"),
         width - indent,
         !item.loose,
         depth + 1,
       );
-      const marker = markers[index]!;
-      const lead = token.ordered ? marker.padStart(indent - 1) : marker;
-      const head = `${lead.padEnd(indent - 1)} `;
-      if (body.length === 0) lines.push(head.trimEnd());
+      if (body.length === 0) lines.push(marker);
       body.forEach((line, at) => {
-        if (at === 0) lines.push(head + line);
+        if (at === 0) lines.push(`${marker} ${line}`);
         else lines.push(line === "" ? "" : " ".repeat(indent) + line);
       });
     });
@@ -183,11 +183,15 @@ export class MarkdownRenderer {
   }
 }
 
-/** Inline tokens as styled spans; soft line breaks become spaces, hard ones newlines. */
+/** Inline tokens as styled spans; a line break stays one, as the model wrote it. */
 function inline(tokens: Token[], sgr = ""): Span[] {
   const spans: Span[] = [];
+  // marked decodes character references (`&#27;` is ESC): the rule holds after it too.
   const add = (text: string, extra = "") =>
-    spans.push({ text, sgr: [sgr, extra].filter(Boolean).join(";") });
+    spans.push({
+      text: showControls(text),
+      sgr: [sgr, extra].filter(Boolean).join(";"),
+    });
   const nested = (token: Tokens.Generic, extra: string) =>
     spans.push(
       ...inline(token.tokens ?? [], [sgr, extra].filter(Boolean).join(";")),
@@ -197,7 +201,7 @@ function inline(tokens: Token[], sgr = ""): Span[] {
     switch (token.type) {
       case "text":
         if (t.tokens) nested(t, "");
-        else add(entities(t.text).replace(/\n/g, " "));
+        else add(entities(t.text));
         break;
       case "escape":
         add(entities(t.text));
@@ -337,7 +341,14 @@ function table(token: Tokens.Table, width: number): string[] {
       ...rows.map((row) => spansWidth(row[column] ?? [])),
     )
   );
-  const widths = fit(natural, Math.max(count, width - (3 * count + 1)));
+  const words = header.map((cell, column) =>
+    Math.max(
+      1,
+      longestWord(cell),
+      ...rows.map((row) => longestWord(row[column] ?? [])),
+    )
+  );
+  const widths = fit(natural, words, Math.max(count, width - (3 * count + 1)));
   const border = (left: string, middle: string, right: string) =>
     style(
       left + widths.map((w) => "─".repeat(w + 2)).join(middle) + right,
@@ -365,22 +376,32 @@ function table(token: Tokens.Table, width: number): string[] {
   ];
 }
 
-/** Column widths within the room: the widest are cut to a common cap, the rest kept. */
-function fit(natural: number[], room: number): number[] {
-  if (natural.reduce((a, b) => a + b, 0) <= room) return natural;
+/** Column widths within the room: each keeps its longest word where it can, and the widest give up the most. */
+function fit(natural: number[], words: number[], room: number): number[] {
+  const sum = (widths: number[]) => widths.reduce((a, b) => a + b, 0);
+  if (sum(natural) <= room) return natural;
+  let floor = natural.map((w, column) => Math.min(w, words[column]!));
+  if (sum(floor) > room) floor = natural.map(() => 0);
+  // The room above the floors is shared out up to a common cap.
+  const extra = natural.map((w, column) => w - floor[column]!);
   const used = (cap: number) =>
-    natural.reduce((sum, w) => sum + Math.min(w, cap), 0);
-  let cap = 1;
-  while (used(cap + 1) <= room) cap++;
+    sum(floor) + extra.reduce((total, w) => total + Math.min(w, cap), 0);
+  let cap = 0;
+  while (used(cap + 1) <= room && cap < Math.max(...extra)) cap++;
   let left = room - used(cap);
-  return natural.map((w) => {
-    if (w <= cap) return w;
-    if (left > 0) {
+  return natural.map((_, column) => {
+    let w = floor[column]! + Math.min(extra[column]!, cap);
+    if (extra[column]! > cap && left > 0) {
       left--;
-      return cap + 1;
+      w++;
     }
-    return cap;
+    return Math.max(1, w);
   });
+}
+
+function longestWord(spans: Span[]): number {
+  const text = spans.map((span) => span.text).join("");
+  return Math.max(0, ...text.split(/\s+/).map(textWidth));
 }
 
 function align(

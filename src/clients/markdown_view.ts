@@ -57,8 +57,8 @@ export class MarkdownView {
   push(delta: string): string {
     const text = showControls(delta);
     const newline = text.lastIndexOf("\n");
+    // Most deltas only add to the line still arriving, shown as sent.
     if (newline === -1) {
-      // Most deltas: the line still arriving grows, as sent.
       this.#tail += text;
       const before = this.#tailShown.length;
       this.#tailShown = expandTabs(this.#tail);
@@ -133,11 +133,15 @@ export class MarkdownView {
     ) same++;
     const rows = (from: number) =>
       lines.slice(from).map((line) => `${line}\n`).join("");
-    if (same === old.length) {
-      if (this.#tailShown === "") return rows(same) + tail;
-      // The line that arrived is shown as it will stay: it only ends.
-      if (lines[same] === this.#tailShown) return "\n" + rows(same + 1) + tail;
+    // The line that completed starts as shown: the rest of it is added.
+    const next = lines[same];
+    if (
+      same === old.length && next !== undefined &&
+      next.startsWith(this.#tailShown)
+    ) {
+      return `${next.slice(this.#tailShown.length)}\n${rows(same + 1)}${tail}`;
     }
+    if (same === old.length && this.#tailShown === "") return tail;
     let from = same;
     let up = old.slice(from).reduce(
       (n, line) => n + screenRows(line, width),

@@ -301,11 +301,13 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
   assert.deepEqual(parseAskArgs(["--think", "why", "not?"]), {
     think: true,
     json: false,
+    render: false,
     words: ["why", "not?"],
   });
-  assert.deepEqual(parseAskArgs(["--", "--json"]), {
+  assert.deepEqual(parseAskArgs(["--render", "--", "--json"]), {
     think: false,
     json: false,
+    render: true,
     words: ["--json"],
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);

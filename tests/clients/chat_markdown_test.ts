@@ -5,7 +5,10 @@
  * terminal shows is read back through a terminal emulator.
  */
 import assert from "node:assert/strict";
+import { Renderer } from "../../src/clients/chat_render.ts";
 import { renderMarkdown } from "../../src/clients/markdown.ts";
+import { markdownDrawing } from "../../src/clients/markdown_view.ts";
+import type { Event } from "../../src/protocol.ts";
 import {
   clientArgs,
   clientEnv,
@@ -150,11 +153,14 @@ Deno.test({
     const piped = await runClient(
       clientArgs(socket, ["chat"]),
       colorEnv(runtime),
-      "Piped?\n",
+      "Piped?\n/raw\n",
     );
     assert.equal(piped.code, 0);
     assert.ok(
-      piped.stdout.includes(`\n> Piped?\n${MARKDOWN_REPLY}\n\n`),
+      piped.stdout.endsWith(
+        `\n> Piped?\n${MARKDOWN_REPLY}\n\n> /raw\n` +
+          "Markdown is drawn only on a colour terminal: replies show as sent\n",
+      ),
       piped.stdout,
     );
 
@@ -277,4 +283,69 @@ Deno.test({
       await drawnWhole(answer),
     );
   },
+});
+
+function renderer(options: { raw?: boolean; drawing?: boolean } = {}) {
+  return new Renderer({
+    colors: true,
+    think: true,
+    clearOnSwitch: false,
+    markdown: options.drawing === false
+      ? null
+      : markdownDrawing({ columns: () => 60, rows: () => 24 }),
+    ...(options.raw === undefined ? {} : { raw: options.raw }),
+  });
+}
+
+Deno.test("the renderer draws a streamed reply and an opened conversation's replies; a tool line ends the reply's drawing first", async () => {
+  const chat = renderer();
+  const events: Event[] = [
+    { type: "user", text: "Q" },
+    { type: "token", delta: "Let me **check**" },
+    { type: "tool", name: "date", done: false },
+    { type: "tool", name: "date", done: true },
+    { type: "token", delta: "| a |\n| - |\n| 1 |" },
+    { type: "done", id: 1, stopped: false },
+    {
+      type: "conversation",
+      id: 1,
+      turns: [{ user: "Q", reply: "Let me **check**| a |", tools: ["date"] }],
+    },
+  ];
+  using screen = new Screen({ columns: 60, rows: 24 });
+  await screen.write(events.map((event) => chat.event(event)).join(""));
+  assert.deepEqual(screen.text(), [
+    "> Q",
+    "Let me check",
+    "[tool] date … done",
+    "┌───┐",
+    "│ a │",
+    "├───┤",
+    "│ 1 │",
+    "└───┘",
+    "",
+    "── conversation #1 · 1 turn ──",
+    "> Q",
+    "[tools] date",
+    "Let me check| a |",
+  ]);
+  assert.equal(screen.styleOf("check"), "1");
+});
+
+Deno.test("raw, or where Markdown cannot be drawn, replies show as sent; /raw toggles only where it can", () => {
+  const events: Event[] = [
+    { type: "token", delta: "**as** `sent`\n" },
+    { type: "done", id: 1, stopped: false },
+  ];
+  for (const chat of [renderer({ raw: true }), renderer({ drawing: false })]) {
+    assert.equal(
+      events.map((event) => chat.event(event)).join(""),
+      "**as** `sent`\n\n",
+    );
+  }
+  const raw = renderer({ raw: true });
+  assert.equal(raw.toggleMarkdown(), true);
+  assert.equal(raw.event(events[0]!), "\x1b[1mas\x1b[0m \x1b[33msent\x1b[0m\n");
+  assert.equal(raw.toggleMarkdown(), false);
+  assert.equal(renderer({ drawing: false }).toggleMarkdown(), null);
 });

@@ -351,8 +351,9 @@ Deno.test("the chat launcher, run with the proposed task's grants, starts chat w
   assert.match(result.stdout, /> Launch\?\nLaunched\.\n\n$/);
 });
 
-Deno.test("parseChatArgs takes --no-think and names anything else", () => {
-  assert.deepEqual(parseChatArgs([]), { think: true });
-  assert.deepEqual(parseChatArgs(["--no-think"]), { think: false });
+Deno.test("parseChatArgs takes --no-think and --raw and names anything else", () => {
+  assert.deepEqual(parseChatArgs([]), { think: true, raw: false });
+  assert.deepEqual(parseChatArgs(["--no-think"]), { think: false, raw: false });
+  assert.deepEqual(parseChatArgs(["--raw"]), { think: true, raw: true });
   assert.throws(() => parseChatArgs(["--loud"]), /Unknown argument --loud/);
 });

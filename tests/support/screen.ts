@@ -77,15 +77,20 @@ export class Screen implements Disposable {
 
   /** The style of the first cell showing `text` (SGR parameters, "" for none), or null when it is not on screen. */
   styleOf(text: string): string | null {
+    let found: string | null = null;
     for (const line of this.lines()) {
-      // deno-lint-ignore no-control-regex
-      const parts = line.split(/(\x1b\[[0-9;]*m)/);
       let sgr = "";
-      for (const part of parts) {
-        const code = part.match(/^\x1b\[([0-9;]*)m$/);
-        if (code) sgr = code[1] === "0" ? "" : code[1]!.replace(/^0;/, "");
-        else if (part.includes(text)) return sgr;
-      }
+      // Every part but the first starts with an SGR sequence's parameters.
+      line.split("\x1b[").forEach((part, index) => {
+        let shown = part;
+        if (index > 0) {
+          const end = part.indexOf("m");
+          sgr = part.slice(0, end).replace(/^0;?/, "");
+          shown = part.slice(end + 1);
+        }
+        found ??= shown.includes(text) ? sgr : null;
+      });
+      if (found !== null) return found;
     }
     return null;
   }
