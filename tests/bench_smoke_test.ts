@@ -29,6 +29,8 @@ const ROW_IDS = [
   "startup",
   "memory.idle",
   "memory.growth",
+  "chat.cpu",
+  "chat.startup",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

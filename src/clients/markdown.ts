@@ -9,8 +9,8 @@ import { Lexer, type Token, type Tokens } from "marked";
 import { CodeHighlighter, codeLanguage, style } from "./code_highlight.ts";
 import {
   expandTabs,
+  graphemes,
   showControls,
-  styledWidth,
   textWidth,
 } from "./terminal_text.ts";
 
@@ -278,8 +278,16 @@ function wrap(spans: Span[], width: number): string[] {
       column += 1;
     }
     space = null;
+    if (column + wordWidth <= max) {
+      line().push(...word);
+      column += wordWidth;
+      word = [];
+      wordWidth = 0;
+      return;
+    }
+    // Wider than a line: cut it where the line ends.
     for (const piece of word) {
-      for (const char of piece.text) {
+      for (const char of graphemes(piece.text)) {
         const w = textWidth(char);
         if (column + w > max && column > 0) breakLine();
         line().push({ text: char, sgr: piece.sgr });
@@ -409,7 +417,7 @@ function align(
   width: number,
   how: "left" | "center" | "right" | null,
 ): string {
-  const gap = Math.max(0, width - styledWidth(line));
+  const gap = Math.max(0, width - textWidth(line));
   if (how === "right") return " ".repeat(gap) + line;
   if (how === "center") {
     const left = Math.floor(gap / 2);

@@ -5,13 +5,10 @@
  * style. Plain output drops them; a rendered reply shows them as visible
  * symbols instead, so a code block's escape sequence is read, not obeyed.
  */
-import { eastAsianWidth } from "get-east-asian-width";
-
 // deno-lint-ignore no-control-regex
 const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 // deno-lint-ignore no-control-regex
-const STYLES = /\x1b\[[0-9;]*m/g;
-const ZERO_WIDTH = /^[\p{Mn}\p{Me}\p{Cf}]$/u;
+const ESCAPES = /\x1b\[[0-9;?]*[@-~]/g;
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /** Columns between tab stops in rendered text. */
@@ -52,30 +49,40 @@ export function expandTabs(line: string): string {
   return out;
 }
 
-/** Columns a character takes: 0 for combining marks, 2 for wide East Asian ones and emoji. */
-export function charWidth(char: string): number {
-  const code = char.codePointAt(0) ?? 0;
-  if (code < 0x300) return code < 0x20 || (code >= 0x7f && code < 0xa0) ? 0 : 1;
-  if (ZERO_WIDTH.test(char)) return 0;
-  return eastAsianWidth(code);
+const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** The text's graphemes: what a person counts as one character each. */
+export function graphemes(text: string): string[] {
+  return Array.from(segmenter.segment(text), (part) => part.segment);
 }
 
-/** Columns a line of plain text takes (no tabs or newlines in it). */
+/** Columns a grapheme takes in a terminal: 2 for wide (CJK, emoji), 1 otherwise. */
+export function graphemeWidth(grapheme: string): number {
+  const code = grapheme.codePointAt(0) ?? 0;
+  if (grapheme === "\n") return 1;
+  const wide = (code >= 0x1100 && code <= 0x115f) ||
+    (code >= 0x2e80 && code <= 0xa4cf && code !== 0x303f) ||
+    (code >= 0xac00 && code <= 0xd7a3) ||
+    (code >= 0xf900 && code <= 0xfaff) ||
+    (code >= 0xfe30 && code <= 0xfe4f) ||
+    (code >= 0xff00 && code <= 0xff60) ||
+    (code >= 0xffe0 && code <= 0xffe6) ||
+    (code >= 0x1f300 && code <= 0x1f64f) ||
+    (code >= 0x1f900 && code <= 0x1f9ff) ||
+    (code >= 0x20000 && code <= 0x3fffd);
+  return wide ? 2 : 1;
+}
+
+/** Columns the text takes, escape sequences not counted. */
 export function textWidth(text: string): number {
   if (PRINTABLE_ASCII.test(text)) return text.length;
-  let width = 0;
-  for (const char of text) width += charWidth(char);
-  return width;
-}
-
-/** Columns a styled line takes: its SGR sequences take none. */
-export function styledWidth(line: string): number {
-  return textWidth(line.includes("\x1b") ? line.replace(STYLES, "") : line);
+  const plain = text.replace(ESCAPES, "");
+  return graphemes(plain).reduce((sum, g) => sum + graphemeWidth(g), 0);
 }
 
 /** Screen rows a styled line takes at this width, counting the terminal's soft wrap (an empty line takes one). */
 export function screenRows(line: string, columns: number): number {
-  const width = styledWidth(line);
+  const width = textWidth(line);
   return width === 0 ? 1 : Math.ceil(width / Math.max(1, columns));
 }
 

@@ -14,6 +14,7 @@
  */
 import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
+import { CHAT_SIZES, chatBenchmarks } from "./chat_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
 import { PROCESS_SIZES, processBenchmarks } from "./process_bench.ts";
 import {
@@ -35,6 +36,7 @@ export const GROUPS = [
   "contention",
   "catalog",
   "process",
+  "chat",
 ] as const;
 
 /** One group's name. */
@@ -180,6 +182,8 @@ export async function runBench(
         return await catalogBenchmarks({ ...history, mode }, options.smoke);
       case "process":
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
+      case "chat":
+        return await chatBenchmarks(CHAT_SIZES[mode], options.smoke);
     }
   };
   try {

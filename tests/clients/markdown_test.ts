@@ -4,7 +4,6 @@ import { renderMarkdown } from "../../src/clients/markdown.ts";
 import {
   screenRows,
   showControls,
-  styledWidth,
   textWidth,
 } from "../../src/clients/terminal_text.ts";
 import { MARKDOWN_REPLY } from "../support/markdown_reply.ts";
@@ -94,7 +93,7 @@ Deno.test("tables fit the width: the widest columns wrap, every cell's words kep
     const table = lines.filter((line) => /[┌│├└]/.test(line));
     assert.ok(table.length >= 6, `${columns}: ${lines.join("\n")}`);
     for (const line of table) {
-      assert.ok(styledWidth(line) <= columns, `${columns}: ${line}`);
+      assert.ok(textWidth(line) <= columns, `${columns}: ${line}`);
     }
     // Too narrow for its longest words, a column cuts them.
     if (columns < 32) continue;
@@ -158,7 +157,7 @@ Deno.test("control characters are shown, not obeyed; widths count wide and combi
   assert.equal(textWidth("abc"), 3);
   assert.equal(textWidth("中文"), 4);
   assert.equal(textWidth("e\u0301"), 1);
-  assert.equal(styledWidth("\x1b[1mbold\x1b[0m"), 4);
+  assert.equal(textWidth("\x1b[1mbold\x1b[0m"), 4);
   assert.equal(screenRows("", 10), 1);
   assert.equal(screenRows("x".repeat(10), 10), 1);
   assert.equal(screenRows("x".repeat(11), 10), 2);
