@@ -13,21 +13,15 @@ import {
   clientArgs,
   clientEnv,
   ClientProcess,
+  hasScript,
+  PTY_SKIP,
   runClient,
   startDaemon,
 } from "../support/client_harness.ts";
 import { FakeLlm, hold, reply } from "../support/fake_llm.ts";
+import type { Daemon } from "../support/daemon_harness.ts";
 import { MARKDOWN_REPLY, modelTokens } from "../support/markdown_reply.ts";
 import { Screen } from "../support/screen.ts";
-
-const hasScript = await new Deno.Command("script", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((out) => out.success, () => false);
-const PTY_SKIP = hasScript
-  ? ""
-  : " (skipped: util-linux `script` is not installed)";
 
 const SIZE = { columns: 80, rows: 40 };
 
@@ -58,6 +52,36 @@ function linesAfter(screen: Screen, question: string): string[] {
   return screen.lines().slice(at + 1);
 }
 
+/** `chat` on a pseudo-terminal of SIZE, colours on unless `env` says otherwise. */
+function ptyChat(
+  daemon: Daemon,
+  args: string[] = [],
+  env = colorEnv(daemon.paths.runtimeDir),
+): ClientProcess {
+  return ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["chat", ...args]),
+    { env, pty: true, size: SIZE },
+  );
+}
+
+/** Types a line at the prompt (the first one, or the one shown before `from`); resolves past the prompt shown after `shown`. */
+async function ask(
+  chat: ClientProcess,
+  line: string,
+  shown: string,
+  from?: number,
+): Promise<number> {
+  const at = from ?? await chat.waitFor(/> \r/);
+  await chat.type(`${line}\r`);
+  return await chat.waitFor(/> \r/, await chat.waitFor(shown, at));
+}
+
+/** Leaves with Ctrl-D at the prompt. */
+async function leave(chat: ClientProcess): Promise<void> {
+  await chat.type("\x04");
+  assert.equal(await chat.exit(), 0);
+}
+
 Deno.test({
   name:
     `chat on a terminal draws a streamed Markdown answer: highlighted, with borders, ending as the answer drawn whole${PTY_SKIP}`,
@@ -66,16 +90,9 @@ Deno.test({
     await using llm = await FakeLlm.start();
     llm.enqueue(reply({ content: modelTokens(MARKDOWN_REPLY) }));
     await using daemon = await startDaemon(llm.url);
-    await using chat = ClientProcess.spawn(
-      clientArgs(daemon.paths.socketPath, ["chat"]),
-      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
-    );
-    let at = await chat.waitFor(/> \r/);
-    await chat.type("How do I read a file?\r");
-    at = await chat.waitFor("for more.", at);
-    await chat.waitFor(/> \r/, at);
-    await chat.type("\x04");
-    assert.equal(await chat.exit(), 0);
+    await using chat = ptyChat(daemon);
+    await ask(chat, "How do I read a file?", "for more.");
+    await leave(chat);
 
     const whole = await drawnWhole(MARKDOWN_REPLY);
     using screen = await screenOf(chat.stdout);
@@ -107,10 +124,7 @@ Deno.test({
     await using llm = await FakeLlm.start();
     llm.enqueue(hold(modelTokens(sent)));
     await using daemon = await startDaemon(llm.url);
-    await using chat = ClientProcess.spawn(
-      clientArgs(daemon.paths.socketPath, ["chat"]),
-      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
-    );
+    await using chat = ptyChat(daemon);
     let at = await chat.waitFor(/> \r/);
     await chat.type("Half an answer?\r");
     at = await chat.waitFor("return { ...DEF", at);
@@ -127,8 +141,7 @@ Deno.test({
     await chat.type("\x03");
     at = await chat.waitFor("[stopped]", at);
     await chat.waitFor(/> \r/, at);
-    await chat.type("\x04");
-    assert.equal(await chat.exit(), 0);
+    await leave(chat);
     // Stopped there, the answer is drawn whole as far as it came.
     using screen = await screenOf(chat.stdout);
     assert.deepEqual(linesAfter(screen, "Half an answer?"), [
@@ -173,16 +186,9 @@ Deno.test({
       assert.equal(asked.stdout, `${MARKDOWN_REPLY}\n`);
     }
 
-    await using plain = ClientProcess.spawn(
-      clientArgs(socket, ["chat"]),
-      { env: clientEnv(runtime), pty: true, size: SIZE },
-    );
-    let at = await plain.waitFor(/> \r/);
-    await plain.type("No colour?\r");
-    at = await plain.waitFor("for more.", at);
-    await plain.waitFor(/> \r/, at);
-    await plain.type("\x04");
-    assert.equal(await plain.exit(), 0);
+    await using plain = ptyChat(daemon, [], clientEnv(runtime));
+    await ask(plain, "No colour?", "for more.");
+    await leave(plain);
     // The terminal's driver turns each newline into CR LF.
     const shown = plain.stdout.replaceAll("\r\n", "\n");
     assert.ok(shown.includes(`\n${MARKDOWN_REPLY}\n\n`), shown);
@@ -223,24 +229,13 @@ Deno.test({
       defaultScript: reply({ content: modelTokens(MARKDOWN_REPLY) }),
     });
     await using daemon = await startDaemon(llm.url);
-    await using chat = ClientProcess.spawn(
-      clientArgs(daemon.paths.socketPath, ["chat", "--raw"]),
-      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
-    );
-    let at = await chat.waitFor(/> \r/);
-    await chat.type("As sent?\r");
-    at = await chat.waitFor("for more.", at);
-    at = await chat.waitFor(/> \r/, at);
+    await using chat = ptyChat(daemon, ["--raw"]);
+    let at = await ask(chat, "As sent?", "for more.");
     const raw = chat.stdout.replaceAll("\r\n", "\n");
     assert.ok(raw.includes(`\n${MARKDOWN_REPLY}\n\n`), raw);
-
-    await chat.type("/raw\r");
-    at = await chat.waitFor("Markdown drawn from the next reply on", at);
-    await chat.type("Drawn?\r");
-    at = await chat.waitFor("for more.", at);
-    await chat.waitFor(/> \r/, at);
-    await chat.type("\x04");
-    assert.equal(await chat.exit(), 0);
+    at = await ask(chat, "/raw", "Markdown drawn from the next reply on", at);
+    await ask(chat, "Drawn?", "for more.", at);
+    await leave(chat);
     const whole = await drawnWhole(MARKDOWN_REPLY);
     using screen = await screenOf(chat.stdout);
     assert.deepEqual(linesAfter(screen, "Drawn?"), whole);
@@ -261,16 +256,9 @@ Deno.test({
     await using llm = await FakeLlm.start();
     llm.enqueue(reply({ content: modelTokens(answer) }));
     await using daemon = await startDaemon(llm.url);
-    await using chat = ClientProcess.spawn(
-      clientArgs(daemon.paths.socketPath, ["chat"]),
-      { env: colorEnv(daemon.paths.runtimeDir), pty: true, size: SIZE },
-    );
-    let at = await chat.waitFor(/> \r/);
-    await chat.type("Colours?\r");
-    at = await chat.waitFor("Try:", at);
-    await chat.waitFor(/> \r/, at);
-    await chat.type("\x04");
-    assert.equal(await chat.exit(), 0);
+    await using chat = ptyChat(daemon);
+    await ask(chat, "Colours?", "Try:");
+    await leave(chat);
     assert.ok(!chat.stdout.includes("\x1b[31m"), "the model's SGR was obeyed");
     assert.ok(!chat.stdout.includes("\x1b]0;"), "the model's title was obeyed");
     using screen = await screenOf(chat.stdout);

@@ -7,7 +7,9 @@ import {
   clientEnv,
   ClientProcess,
   denoDir,
+  hasScript,
   MAIN,
+  PTY_SKIP,
   runClient,
   startDaemon,
   tempHome,
@@ -20,15 +22,6 @@ import {
   hold,
   reply,
 } from "../support/fake_llm.ts";
-
-const hasScript = await new Deno.Command("script", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((out) => out.success, () => false);
-const PTY_SKIP = hasScript
-  ? ""
-  : " (skipped: util-linux `script` is not installed)";
 
 type Chats = { messages: { role: string; content: string }[] };
 

@@ -5,6 +5,18 @@ import { Daemon, inheritedEnv } from "./daemon_harness.ts";
 /** The command line entry point. */
 export const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
+/** Whether util-linux `script` is here to run a client on a pseudo-terminal. */
+export const hasScript = await new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((out) => out.success, () => false);
+
+/** Appended to the name of a test that needs `script`, when it is skipped. */
+export const PTY_SKIP = hasScript
+  ? ""
+  : " (skipped: util-linux `script` is not installed)";
+
 /** How long any one wait in these tests may take before it fails. */
 export const WAIT_MS = 20_000;
 
