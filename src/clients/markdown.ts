@@ -33,7 +33,14 @@ export function lexMarkdown(source: string, links: Links = {}): Token[] & {
 
 /** The whole of a reply rendered at once: its lines, each ended by a newline. */
 export function renderMarkdown(text: string, width: number): string {
-  const lines = new MarkdownRenderer().document(showControls(text), width);
+  const source = showControls(text);
+  let lines: string[];
+  try {
+    lines = new MarkdownRenderer().document(source, width);
+  } catch {
+    // Nested past the parser's depth: the text as sent, never lost.
+    lines = source.replace(/\n$/, "").split("\n").map(expandTabs);
+  }
   return lines.map((line) => `${line}\n`).join("");
 }
 

@@ -42,6 +42,8 @@ export class MarkdownView {
   /** A final block has lines on screen: the next one starts after a blank line. */
   #drawn = false;
   #links: Links = {};
+  /** The Markdown could not be drawn (nested past the parser's depth): the rest shows as sent. */
+  #asSent = false;
 
   /** A view for one reply on this screen. */
   constructor(options: MarkdownViewOptions) {
@@ -57,6 +59,12 @@ export class MarkdownView {
   push(delta: string): string {
     const text = showControls(delta);
     const newline = text.lastIndexOf("\n");
+    if (this.#asSent) {
+      this.#tailShown = newline === -1
+        ? this.#tailShown + text
+        : text.slice(newline + 1);
+      return text;
+    }
     // Most deltas only add to the line still arriving, shown as sent.
     if (newline === -1) {
       this.#tail += text;
@@ -73,10 +81,12 @@ export class MarkdownView {
   end(): string {
     this.#source += this.#tail;
     this.#tail = "";
-    const out = this.#source === "" && this.#shown.length === 0 &&
-        this.#tailShown === ""
-      ? ""
-      : this.#update(true);
+    let out = "";
+    if (this.#asSent) out = this.#tailShown === "" ? "" : "\n";
+    else if (
+      this.#source !== "" || this.#shown.length > 0 || this.#tailShown !== ""
+    ) out = this.#update(true);
+    this.#asSent = false;
     this.#renderer = new MarkdownRenderer();
     this.#source = "";
     this.#shown = [];
@@ -86,9 +96,31 @@ export class MarkdownView {
     return out;
   }
 
-  /** Renders the blocks not yet final, makes final those marked has seen the end of, and redraws what changed. */
+  /** Output for the lines that completed (all of them when final). */
   #update(final: boolean): string {
     const width = this.#options.columns();
+    try {
+      return this.#render(final, width);
+    } catch {
+      // Drawn or not, no text is lost: what is not final shows as sent.
+      const lines = this.#source.split("\n").map(expandTabs);
+      if (lines.at(-1) === "") lines.pop();
+      const tail = expandTabs(this.#tail);
+      const out = this.#draw(
+        [...(this.#drawn ? [""] : []), ...lines],
+        tail,
+        width,
+      );
+      this.#asSent = true;
+      this.#shown = [];
+      this.#tailShown = tail;
+      this.#source = "";
+      return out;
+    }
+  }
+
+  /** Renders the blocks not yet final, makes final those marked has seen the end of, and redraws what changed. */
+  #render(final: boolean, width: number): string {
     const tokens = lexMarkdown(this.#source, this.#links);
     Object.assign(this.#links, tokens.links);
     // The last block but blank space can still grow or change kind (a

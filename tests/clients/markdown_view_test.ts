@@ -163,3 +163,23 @@ Deno.test("end() readies the view for the next reply, which starts without a bla
   const out = view.push("Next\n");
   assert.equal(out, "Next\n");
 });
+
+Deno.test("Markdown nested past the parser's depth shows as sent, no text lost, and the next reply is drawn again", async () => {
+  const deep = `${">".repeat(6000)} deep\n\nafter **that**`;
+  const view = new MarkdownView({ columns: () => 80, rows: () => 24 });
+  let out = "";
+  for (const token of [...modelTokens(deep), "\n"]) out += view.push(token);
+  out += view.end();
+  using screen = new Screen({ columns: 80, rows: 24 });
+  await screen.write(out);
+  assert.deepEqual(screen.text().slice(-3), [
+    `${">".repeat(6000)} deep`,
+    "",
+    "after **that**",
+  ]);
+  assert.equal(view.push("**next**\n"), "\x1b[1mnext\x1b[0m\n");
+  assert.equal(
+    renderMarkdown(deep, 80),
+    `${">".repeat(6000)} deep\n\nafter **that**\n`,
+  );
+});
