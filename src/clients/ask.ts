@@ -8,6 +8,7 @@ import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import type { Event } from "../protocol.ts";
 import type { MarkdownReplyView } from "./chat_render.ts";
+import { consoleSize } from "./terminal_text.ts";
 import { writeAll, type Writer } from "../write_all.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
@@ -210,10 +211,7 @@ async function markdownView(
   const color = options.colorStdout ??
     (Deno.stdout.isTerminal() && !Deno.noColor);
   if (!args.render || args.json || !color) return null;
-  const [{ MarkdownView }, { consoleSize }] = await Promise.all([
-    import("./markdown_view.ts"),
-    import("./terminal_text.ts"),
-  ]);
+  const { MarkdownView } = await import("./markdown_view.ts");
   return new MarkdownView({
     columns: () => consoleSize().columns,
     rows: () => consoleSize().rows,

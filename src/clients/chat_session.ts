@@ -24,7 +24,7 @@ const HELP = [
   "/open N         open conversation N",
   "/search words   search every conversation",
   "/delete N       delete conversation N",
-  "/raw            show replies as sent, or Markdown drawn again (chat --raw starts so)",
+  "/raw            replies as sent, or their Markdown drawn again (a toggle)",
   "/help           this help; /quit leaves",
   "Anything else is a question (start it with // to begin with a /).",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves.",

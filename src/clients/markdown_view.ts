@@ -68,6 +68,11 @@ export class MarkdownView {
     // Most deltas only add to the line still arriving, shown as sent.
     if (newline === -1) {
       this.#tail += text;
+      if (!text.includes("\t")) {
+        this.#tailShown += text;
+        return text;
+      }
+      // A tab's width depends on the column it starts at.
       const before = this.#tailShown.length;
       this.#tailShown = expandTabs(this.#tail);
       return this.#tailShown.slice(before);
@@ -114,7 +119,7 @@ export class MarkdownView {
       this.#asSent = true;
       this.#shown = [];
       this.#tailShown = tail;
-      this.#source = "";
+      this.#source = this.#tail = "";
       return out;
     }
   }
@@ -122,7 +127,6 @@ export class MarkdownView {
   /** Renders the blocks not yet final, makes final those marked has seen the end of, and redraws what changed. */
   #render(final: boolean, width: number): string {
     const tokens = lexMarkdown(this.#source, this.#links);
-    Object.assign(this.#links, tokens.links);
     // The last block but blank space can still grow or change kind (a
     // paragraph turns into a heading or a table by its next line).
     const last = final ? -1 : tokens.findLastIndex((t) => t.type !== "space");
@@ -133,6 +137,7 @@ export class MarkdownView {
     }
     const lines: string[] = [];
     let drawn = this.#drawn;
+    let finalDrawn = drawn;
     let finalLines = 0;
     let finalSource = 0;
     tokens.forEach((token, index) => {
@@ -144,7 +149,7 @@ export class MarkdownView {
         drawn = true;
       }
       if (index >= firstOpen) return;
-      this.#drawn = drawn;
+      finalDrawn = drawn;
       finalLines = lines.length;
       finalSource += token.raw.length;
     });
@@ -153,6 +158,8 @@ export class MarkdownView {
     this.#shown = lines.slice(finalLines);
     this.#tailShown = tail;
     this.#source = this.#source.slice(finalSource);
+    this.#drawn = finalDrawn;
+    Object.assign(this.#links, tokens.links);
     return out;
   }
 
