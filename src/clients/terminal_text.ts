@@ -10,6 +10,10 @@ const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 // deno-lint-ignore no-control-regex
 const ESCAPES = /\x1b\[[0-9;?]*[@-~]/g;
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+// Characters one column wide that never join a neighbour into one grapheme:
+// Latin, punctuation, arrows, box drawing, shapes, control pictures.
+const NARROW =
+  /^[\x20-\x7e\u00a0-\u02ff\u2010-\u2027\u2030-\u205f\u2070-\u20cf\u2100-\u2bff]*$/;
 
 /** Columns between tab stops in rendered text. */
 export const TAB_WIDTH = 4;
@@ -77,6 +81,7 @@ export function graphemeWidth(grapheme: string): number {
 export function textWidth(text: string): number {
   if (PRINTABLE_ASCII.test(text)) return text.length;
   const plain = text.replace(ESCAPES, "");
+  if (NARROW.test(plain)) return plain.length;
   return graphemes(plain).reduce((sum, g) => sum + graphemeWidth(g), 0);
 }
 
