@@ -24,10 +24,11 @@ const HELP = [
   "/open N         open conversation N",
   "/search words   search every conversation",
   "/delete N       delete conversation N",
-  "/raw            replies as sent, or their Markdown drawn again (a toggle)",
+  "/raw            replies as sent, or their Markdown drawn again",
   "/help           this help; /quit leaves",
   "Anything else is a question (start it with // to begin with a /).",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves.",
+  "chat --raw starts with replies as sent; ask --render draws Markdown too.",
 ].join("\n");
 const LIST_LIMIT = 20;
 const SEARCH_LIMIT = 20;

@@ -166,9 +166,17 @@ Deno.test({
     const piped = await runClient(
       clientArgs(socket, ["chat"]),
       colorEnv(runtime),
-      "Piped?\n/raw\n",
+      "/help\nPiped?\n/raw\n",
     );
     assert.equal(piped.code, 0);
+    assert.match(
+      piped.stdout,
+      /\n\/raw {12}replies as sent, or their Markdown/,
+    );
+    assert.match(
+      piped.stdout,
+      /\nchat --raw starts with replies as sent; ask --render/,
+    );
     assert.ok(
       piped.stdout.endsWith(
         `\n> Piped?\n${MARKDOWN_REPLY}\n\n> /raw\n` +
