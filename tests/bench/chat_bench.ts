@@ -6,7 +6,7 @@
  * with the library loaded against NO_COLOR, where it is not.
  */
 import { clientFlags } from "../../src/clients/client.ts";
-import { Daemon } from "../support/daemon_harness.ts";
+import { Daemon, inheritedEnv } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { MARKDOWN_REPLY, modelTokens } from "../support/markdown_reply.ts";
 import {
@@ -93,8 +93,7 @@ class PtyChat implements AsyncDisposable {
         PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
         SHELL: "/bin/sh",
         XDG_RUNTIME_DIR: daemon.paths.runtimeDir,
-        DENO_DIR: Deno.env.get("DENO_DIR") ??
-          `${Deno.env.get("HOME")}/.cache/deno`,
+        DENO_DIR: inheritedEnv().DENO_DIR!,
         ...(color ? {} : { NO_COLOR: "1" }),
       },
       clearEnv: true,
