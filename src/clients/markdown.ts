@@ -79,12 +79,18 @@ export class MarkdownRenderer {
       case "code":
         return this.#codeBlock(token as Tokens.Code, width, open);
       case "blockquote": {
-        const inner = this.#blocks(t.tokens ?? [], width - 2, false, depth);
+        const inner = this.#blocks(
+          t.tokens ?? [],
+          width - 2,
+          false,
+          depth,
+          open,
+        );
         const bar = style("│", STYLE.dim);
         return inner.map((line) => line === "" ? bar : `${bar} ${line}`);
       }
       case "list":
-        return this.#list(token as Tokens.List, width, depth);
+        return this.#list(token as Tokens.List, width, depth, open);
       case "table":
         return table(token as Tokens.Table, width);
       case "hr":
@@ -96,16 +102,18 @@ export class MarkdownRenderer {
     }
   }
 
-  /** Blocks inside a list item or quote: a blank line apart unless the list is tight. */
+  /** Blocks inside a list item or quote, a blank line apart unless the list is tight; the last one is open when they are. */
   #blocks(
     tokens: Token[],
     width: number,
     tight: boolean,
     depth: number,
+    open: boolean,
   ): string[] {
     const lines: string[] = [];
-    for (const token of tokens) {
-      const block = this.block(token, width, false, depth);
+    for (const [index, token] of tokens.entries()) {
+      const last = open && index === tokens.length - 1;
+      const block = this.block(token, width, last, depth);
       if (block.length === 0) continue;
       if (lines.length > 0 && !tight) lines.push("");
       lines.push(...block);
@@ -138,7 +146,12 @@ export class MarkdownRenderer {
     return out;
   }
 
-  #list(token: Tokens.List, width: number, depth: number): string[] {
+  #list(
+    token: Tokens.List,
+    width: number,
+    depth: number,
+    open: boolean,
+  ): string[] {
     const first = token.start === "" ? 1 : Number(token.start);
     // Numbers align on their right; each item's text starts after its marker.
     const numbers = token.items.map((_, index) => `${first + index}.`);
@@ -156,6 +169,7 @@ export class MarkdownRenderer {
         width - indent,
         !item.loose,
         depth + 1,
+        open && index === token.items.length - 1,
       );
       if (body.length === 0) lines.push(marker);
       body.forEach((line, at) => {
