@@ -193,20 +193,21 @@ export async function chatBenchmarks(
   });
   await using daemon = await Daemon.start({ llmUrl: llm.url });
 
-  progress(`chat CPU: ${sizes.runs} runs of ${tokens.length} tokens per mode`);
-  const drawn: number[] = [];
-  const raw: number[] = [];
-  for (let run = 0; run < sizes.runs; run++) {
-    raw.push(await cpuPerToken(daemon, ["--raw"], tokens.length));
-    drawn.push(await cpuPerToken(daemon, [], tokens.length));
-  }
-
+  // First, while the conversation is empty: a chat draws it when it starts.
   progress(`chat start-up: ${sizes.starts} starts per mode`);
   const loaded: number[] = [];
   const plain: number[] = [];
   for (let run = 0; run < sizes.starts; run++) {
     plain.push(await startup(daemon, false));
     loaded.push(await startup(daemon, true));
+  }
+
+  progress(`chat CPU: ${sizes.runs} runs of ${tokens.length} tokens per mode`);
+  const drawn: number[] = [];
+  const raw: number[] = [];
+  for (let run = 0; run < sizes.runs; run++) {
+    raw.push(await cpuPerToken(daemon, ["--raw"], tokens.length));
+    drawn.push(await cpuPerToken(daemon, [], tokens.length));
   }
 
   const cpu = median(drawn);
@@ -243,7 +244,8 @@ export async function chatBenchmarks(
         "process's user and system time from /proc (10 ms ticks), from the " +
         "prompt to the prompt's return, per token; medians of " +
         `${sizes.runs} runs per mode, interleaved. Start-up is spawn to the ` +
-        `prompt (with \`script\` and the daemon's hello), median of ${sizes.starts}.`,
+        "prompt (with `script` and the daemon's hello of an empty " +
+        `conversation), median of ${sizes.starts}.`,
       ].join("\n"),
     }],
   };
