@@ -3,6 +3,7 @@ import { Assistant } from "./assistant/assistant.ts";
 import { loadConfig } from "./launch/config.ts";
 import { type Env, resolvePaths } from "./launch/paths.ts";
 import { AssistantError } from "./errors.ts";
+import { BackendWatch } from "./llm/backend.ts";
 import { LlmClient } from "./llm/client.ts";
 import { describeError, log } from "./log.ts";
 import { missingGrants } from "./launch/permissions.ts";
@@ -12,6 +13,9 @@ import { clearSocketPath } from "./server/socket_path.ts";
 import { Store } from "./store/store.ts";
 import { groupKillHelper } from "./tools/runner.ts";
 import { loadTools } from "./tools/load.ts";
+import { McpHub } from "./tools/mcp.ts";
+import { planMcp } from "./tools/mcp_plan.ts";
+import { within } from "./within.ts";
 import { VERSION } from "./version.ts";
 
 /** Injected parts of the daemon; the real ones by default. */
@@ -69,21 +73,14 @@ function granted(variable: string): boolean {
     "granted";
 }
 
+/** How long the start waits for the MCP servers before it listens. */
+const MCP_START_WAIT_MS = 10_000;
+
 /** How long shutdown waits for a stopped reply (and a tool being killed) to wind down. */
 const SETTLE_MS = 5000;
 
-/** Resolves true once every reply's run has returned (Assistant.settled, a real wait), or false after `ms`. */
-async function settle(assistant: Assistant, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([assistant.settled().then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** How long the socket waits for the first probe, so a client's `hello` rarely says `unknown`. */
+const FIRST_PROBE_MS = 1000;
 
 /** Runs the daemon until a signal; resolves to the exit code. */
 export async function serve(options: DaemonOptions = {}): Promise<number> {
@@ -100,7 +97,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   const paths = resolvePaths(options.env);
   const { config, warnings, file } = await loadConfig(paths);
   for (const warning of warnings) log.warn(warning);
-  const missing = missingGrants({ paths, config });
+  const mcpPlan = planMcp(config, paths.configDir);
+  const missing = [...missingGrants({ paths, config }), ...mcpPlan.missing];
   if (missing.length > 0) {
     throw new AssistantError(
       `Started without ${
@@ -117,10 +115,33 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // A live daemon on the socket makes this one refuse before it touches the
   // history the other one owns.
   await clearSocketPath(paths.socketPath);
-  const { tools, skipped } = await loadTools(config.tools_dirs);
-  // The store's upkeep waits for a pause in the replies; the brain that
-  // knows of them is made below.
+  // The store's upkeep and the backend's polls wait for a pause in the
+  // replies; the brain that knows of them is made below.
   let replying = () => false;
+  let server: Server | null = null;
+  using backend = new BackendWatch({
+    url: config.llm_url,
+    model: config.model,
+    pollMs: config.backend_poll * 1000,
+    emit: (view) => server?.broadcast({ type: "backend", ...view }),
+    busy: () => replying(),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  // The first probe runs while the tools, the MCP servers and the history
+  // are opened.
+  const firstProbe = backend.probe();
+  const { tools, skipped } = await loadTools(config.tools_dirs);
+  for (const { name, reason } of mcpPlan.leftOut) {
+    log.warn("mcp server left out", { server: name, reason });
+  }
+  await using mcp = new McpHub(mcpPlan.servers, {
+    defaultTimeout: config.tool_timeout,
+    outputLimit: config.tool_output_limit,
+    version: VERSION,
+    cwd: paths.configDir,
+  });
+  // A server slower than this joins once it is up; the socket need not wait.
+  await within(mcp.start(), MCP_START_WAIT_MS);
   using store = new Store(paths.dbPath, { busy: () => replying() });
   // The worker (a second isolate loading node:sqlite) starts once the socket
   // listens, so it does not compete with start-up; a search before then
@@ -138,23 +159,31 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     model: config.model,
     stallMs: config.stall_timeout * 1000,
     ...(options.fetch ? { fetch: options.fetch } : {}),
+    observer: backend,
   });
-  let server: Server | null = null;
   using assistant = new Assistant({
     store,
     llm,
     config,
     tools,
     toolKillHelper,
+    mcp,
+    confirm: {
+      tools: config.confirm_tools,
+      timeoutSeconds: config.confirm_timeout,
+    },
     searcher,
     version: VERSION,
     emit: (event) => server?.broadcast(event),
+    backend: () => backend.view,
   });
   replying = () => assistant.replying;
+  await within(firstProbe, FIRST_PROBE_MS);
   await using listening = await Server.listen({
     path: paths.socketPath,
     brain: assistant,
     maxClients: config.max_clients,
+    onClients: (count) => backend.clients(count),
   });
   server = listening;
   worker ??= new SearchWorker(paths.dbPath);
@@ -165,6 +194,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     config: file ?? "defaults",
     tools: tools.length,
     skipped: skipped.length,
+    mcp_servers: mcpPlan.servers.length,
+    mcp_tools: mcp.tools().length,
   });
   const reason = await (options.stop ?? stopSignals!.promise);
   log.info("stopping", { reason });
@@ -172,7 +203,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // for every client before the server closes them.
   assistant.shutdown();
   await listening.close();
-  if (!await settle(assistant, SETTLE_MS)) {
+  if (!await within(assistant.settled(), SETTLE_MS)) {
     log.warn("reply still winding down at exit", { ms: SETTLE_MS });
   }
   await worker?.close();

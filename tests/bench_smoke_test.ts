@@ -33,6 +33,9 @@ const ROW_IDS = [
   "tasks.start",
   "tasks.chat",
   "memory.fuzz",
+  "backend.idle_cpu",
+  "chat.cpu",
+  "chat.startup",
   "context.choose",
   "context.first_token",
 ];

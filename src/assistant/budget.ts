@@ -14,6 +14,7 @@ import { log } from "../log.ts";
 import { replayable } from "./prompt.ts";
 import {
   cutLargest,
+  cuttable,
   type Result,
   resultText,
   resultTokens,
@@ -298,11 +299,11 @@ export class ContextPlan {
     if (budget === null) return;
     const over = this.estimate() - budget;
     if (over <= 0) return;
-    const dropped = this.#leaveOut(over);
-    if (dropped < over) this.#cut(over - dropped);
+    const { dropped, cut } = this.#shed(over);
     log.info("request fitted to the context", {
       over,
       left_out: dropped,
+      cut,
       sent: this.sent,
       total: this.total,
     });
@@ -319,10 +320,30 @@ export class ContextPlan {
       this.#o.ledger.learnContextSize(this.#o.model, nCtx);
     }
     this.#correction += promptTokens - this.estimate();
-    const over = promptTokens - (this.budget ?? nCtx);
-    const dropped = this.#leaveOut(over);
-    const cut = dropped < over ? this.#cut(over - dropped) : 0;
+    const { dropped, cut } = this.#shed(promptTokens - (this.budget ?? nCtx));
     return dropped > 0 || cut > 0;
+  }
+
+  /**
+   * Gives `over` tokens: older turns first, then this turn's largest results.
+   * When even results cut to nothing would not meet the budget (the system
+   * prompt, the tool schemas or the question take it), the results are cut
+   * only as far as the request must shrink to fit the context itself with a
+   * little room for the reply: a result is never lost for a reserve it
+   * cannot buy back.
+   */
+  #shed(over: number): { dropped: number; cut: number } {
+    const dropped = this.#leaveOut(over);
+    let rest = over - dropped;
+    if (rest <= 0) return { dropped, cut: 0 };
+    const results = this.#added.flatMap((entry) =>
+      entry.result ? [entry.result] : []
+    );
+    if (cuttable(results) < rest && this.#nCtx !== null) {
+      const reserve = replyReserve(this.#nCtx, this.#o.config);
+      rest -= reserve - Math.floor(reserve / 4);
+    }
+    return { dropped, cut: rest > 0 ? this.#cut(rest) : 0 };
   }
 
   /** The error for a request that cannot be made to fit: the question alone, or with this turn's results. */

@@ -33,6 +33,11 @@ function saving(results: readonly Result[], cap: number): number {
   return saved;
 }
 
+/** The most cutting can save: every result cut to nothing. */
+export function cuttable(results: readonly Result[]): number {
+  return saving(results, 0);
+}
+
 /**
  * Cuts the largest results down to one common size, the largest size that
  * saves `over` tokens (or to nothing when even that does not). Returns the

@@ -3,7 +3,13 @@
  * conversation, reasoning dimmed, the answer as it streams, tool use as a
  * status line, errors in red. Pure: it returns text and tracks the column.
  */
-import type { Event, PendingView, TurnView } from "../protocol.ts";
+import type {
+  BackendView,
+  ConfirmView,
+  Event,
+  PendingView,
+  TurnView,
+} from "../protocol.ts";
 import { sanitize } from "./terminal_text.ts";
 
 export { sanitize };
@@ -16,9 +22,26 @@ export interface RendererOptions {
   think: boolean;
   /** Clear the screen when the conversation changes (a terminal, not a transcript). */
   clearOnSwitch: boolean;
+  /** Draws replies' Markdown (markdown_view.ts); absent, replies show as sent. */
+  markdown?: MarkdownDrawing | null;
+  /** Start with replies as sent even when Markdown can be drawn (`--raw`). */
+  raw?: boolean;
 }
 
-type Section = "none" | "think" | "reply" | "tool";
+/** Replies' Markdown for the screen: a view that draws one streamed reply, and a stored reply drawn whole. */
+export interface MarkdownDrawing {
+  view(): MarkdownReplyView;
+  render(text: string): string;
+}
+
+/** Draws one streamed reply: output per delta, then output that ends it at a line's start. */
+export interface MarkdownReplyView {
+  push(delta: string): string;
+  end(): string;
+  readonly atLineStart: boolean;
+}
+
+type Section = "none" | "think" | "reply" | "tool" | "confirm";
 
 /** What a `conversations` answer is the answer to. */
 export type ListContext = { deleted: number } | null;
@@ -31,6 +54,28 @@ const STYLE = {
   yellow: "\x1b[33m",
   reset: "\x1b[0m",
 };
+
+/** Longest rendering of a call's arguments in a prompt. */
+const MAX_ARGS_SHOWN = 400;
+
+/** A value as compact JSON with a space after each colon and comma: `{"place": "Paris"}`. */
+export function formatArgs(value: unknown): string {
+  const walk = (item: unknown): string => {
+    if (Array.isArray(item)) return `[${item.map(walk).join(", ")}]`;
+    if (typeof item === "object" && item !== null) {
+      return `{${
+        Object.entries(item).map(([key, inner]) =>
+          `${JSON.stringify(key)}: ${walk(inner)}`
+        ).join(", ")
+      }}`;
+    }
+    return JSON.stringify(item) ?? "null";
+  };
+  const text = sanitize(walk(value)).replace(/\n/g, " ");
+  return text.length > MAX_ARGS_SHOWN
+    ? `${text.slice(0, MAX_ARGS_SHOWN - 1)}…`
+    : text;
+}
 
 /** Local `YYYY-MM-DD HH:MM` of a Unix time in seconds. */
 export function formatTime(seconds: number): string {
@@ -49,10 +94,20 @@ export class Renderer {
   #toolOpen: string | null = null;
   /** The turn streaming is a retry or an edit: a stop leaves the last turn. */
   #replacing = false;
+  #markdown: boolean;
+  #view: MarkdownReplyView | null = null;
 
   /** Creates a renderer. */
   constructor(options: RendererOptions) {
     this.#options = options;
+    this.#markdown = !!options.markdown && !options.raw;
+  }
+
+  /** Switches Markdown drawing for the next replies (`/raw`); the new state, or null where it cannot be drawn. */
+  toggleMarkdown(): boolean | null {
+    if (!this.#options.markdown) return null;
+    this.#markdown = !this.#markdown;
+    return this.#markdown;
   }
 
   /** True when the cursor is at the start of a line. */
@@ -62,9 +117,18 @@ export class Renderer {
 
   /** The greeting: the banner, the current conversation and any reply in flight. */
   hello(event: Extract<Event, { type: "hello" }>): string {
-    const model = event.model === null ? "" : ` · ${modelName(event.model)}`;
+    const backend = event.backend;
+    const model = backend
+      ? ""
+      : event.model === null
+      ? ""
+      : ` · ${modelName(event.model)}`;
+    const state = backend ? ` · ${backendText(backend)}` : "";
     let out = this.#line(
-      this.#style("dim", `desktop-assistant${model} · /help for commands`),
+      this.#style(
+        "dim",
+        `desktop-assistant${model}${state} · /help for commands`,
+      ),
     );
     out += this.#conversationBody(event.id, event.turns, event.private);
     if (event.ctx_used !== null && event.ctx_sent !== null) {
@@ -87,7 +151,34 @@ export class Renderer {
         ),
       );
     }
+    if (pending?.confirm && pending.id === event.id) {
+      out += this.confirm(pending.confirm);
+    }
     return out;
+  }
+
+  /** The question for a call that waits for approval; the answer is typed on the same line. */
+  confirm(view: ConfirmView): string {
+    const out = this.#endSection() +
+      this.#write(
+        this.#style(
+          "yellow",
+          `run ${sanitize(view.tool)} ${formatArgs(view.args)}? [y/N] `,
+        ),
+      );
+    this.#section = "confirm";
+    return out;
+  }
+
+  /** How an approval ended; `mine` when this client gave the answer. */
+  approved(allow: boolean, mine: boolean): string {
+    const word = allow ? "allowed" : "declined";
+    const text = mine ? word : `${word} (answered elsewhere or timed out)`;
+    if (this.#section === "confirm") {
+      this.#section = "none";
+      return this.#write(this.#style("dim", text) + "\n");
+    }
+    return this.#endSection() + this.#line(this.#style("dim", `[${text}]`));
   }
 
   /** Text for one event; `list` says what a `conversations` answer answers. */
@@ -139,6 +230,17 @@ export class Renderer {
           );
       case "hello":
         return this.#endSection() + this.hello(event);
+      case "backend":
+        return this.#endSection() + this.#line(
+          this.#style(
+            event.state === "up"
+              ? "dim"
+              : event.state === "down"
+              ? "red"
+              : "yellow",
+            backendText(event),
+          ),
+        );
       default:
         return "";
     }
@@ -222,6 +324,12 @@ export class Renderer {
     if (this.#section !== "reply") {
       out += this.#endSection();
       this.#section = "reply";
+      if (this.#markdown) this.#view = this.#options.markdown!.view();
+    }
+    if (this.#view) {
+      out += this.#view.push(delta);
+      this.#atLineStart = this.#view.atLineStart;
+      return out;
     }
     return out + this.#write(sanitize(delta));
   }
@@ -248,6 +356,12 @@ export class Renderer {
   #endSection(): string {
     this.#section = "none";
     this.#toolOpen = null;
+    if (this.#view) {
+      const out = this.#view.end();
+      this.#view = null;
+      this.#atLineStart = true;
+      return out;
+    }
     return this.endLine();
   }
 
@@ -286,7 +400,10 @@ export class Renderer {
           this.#style("cyan", `[tools] ${turn.tools.map(sanitize).join(", ")}`),
         );
       }
-      out += this.#line(sanitize(turn.reply)) + this.#write("\n");
+      out += this.#markdown
+        ? this.endLine() + this.#options.markdown!.render(turn.reply)
+        : this.#line(sanitize(turn.reply));
+      out += this.#write("\n");
     }
     return out;
   }
@@ -356,6 +473,18 @@ function count(n: number): string {
 
 function oneLine(text: string): string {
   return sanitize(text).replace(/\s+/g, " ").trim();
+}
+
+/** The llama-server state in a line: `backend up · model`, or the state and why. */
+export function backendText(view: BackendView): string {
+  if (view.state === "up") {
+    return view.model === null
+      ? "backend up"
+      : `backend up · ${modelName(view.model)}`;
+  }
+  return view.message === null
+    ? `backend ${view.state}`
+    : `backend ${view.state}: ${sanitize(view.message)}`;
 }
 
 /** The name a person knows a model by: a file path's last part without `.gguf`. */

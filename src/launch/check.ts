@@ -1,12 +1,14 @@
 /**
- * `main.ts check`: validates the config and the tools, probes llama-server
- * the way a turn would, and checks the history database, printing one line
- * per check. It never creates a database and never makes a router load a model.
+ * `main.ts check`: validates the config and the tools, prints the backend
+ * state as the daemon would find it, looks up the model the way a turn
+ * would, and checks the history database, printing one line per check. It
+ * never creates a database and never makes a router load a model.
  */
 
 import { type Config, loadConfig } from "./config.ts";
 import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { DatabaseSync } from "node:sqlite";
+import { probeBackend } from "../llm/backend_probe.ts";
 import { LlmClient } from "../llm/client.ts";
 import { replyReserve, wantedReserve } from "../assistant/budget.ts";
 import { setQuiet } from "../log.ts";
@@ -15,6 +17,8 @@ import { missingGrants } from "./permissions.ts";
 import { integrityProblems } from "../store/schema.ts";
 import { groupKillHelper } from "../tools/runner.ts";
 import { loadTools } from "../tools/load.ts";
+import { planMcp } from "../tools/mcp_plan.ts";
+import { VERSION } from "../version.ts";
 
 /** How one check came out. */
 export type Status = "ok" | "warn" | "fail";
@@ -77,14 +81,30 @@ export async function* checks(
   }
   if (config !== null) {
     yield grantsLine(paths, config);
-    yield* toolLines(config);
+    // Every tool name found, for the check of confirm_tools.
+    const offered = new Set<string>();
+    yield* toolLines(config, offered);
+    yield* mcpLines(paths, config, offered);
+    const unknown = config.confirm_tools.filter((name) => !offered.has(name));
+    if (unknown.length > 0) {
+      yield {
+        status: "warn",
+        subject: "confirm_tools",
+        message: `${
+          unknown.join(", ")
+        } matches no tool file or MCP tool: a misspelt name there would let that tool run without asking`,
+      };
+    }
     yield* llmLines(config, options);
   }
   yield* historyLines(paths);
 }
 
 function grantsLine(paths: Paths, config: Config): CheckLine {
-  const missing = missingGrants({ paths, config });
+  const missing = [
+    ...missingGrants({ paths, config }),
+    ...planMcp(config, paths.configDir).missing,
+  ];
   if (config.tool_group_kill && groupKillHelper() === null) {
     missing.push(
       "--allow-run=<path of coreutils timeout> (for tool_group_kill)",
@@ -106,8 +126,12 @@ function grantsLine(paths: Paths, config: Config): CheckLine {
   };
 }
 
-async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
+async function* toolLines(
+  config: Config,
+  offered: Set<string>,
+): AsyncGenerator<CheckLine> {
   const { tools, skipped } = await loadTools(config.tools_dirs);
+  for (const tool of tools) offered.add(tool.name);
   const names = tools.map((tool) => tool.name).join(", ");
   yield {
     status: "ok",
@@ -125,6 +149,41 @@ async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
   }
 }
 
+/** Starts each MCP server once (no restarts), lists its tools, and ends it. */
+async function* mcpLines(
+  paths: Paths,
+  config: Config,
+  offered: Set<string>,
+): AsyncGenerator<CheckLine> {
+  const plan = planMcp(config, paths.configDir);
+  for (const { name, reason } of plan.leftOut) {
+    yield {
+      status: "fail",
+      subject: `mcp ${name}`,
+      message: `left out: ${reason}`,
+    };
+  }
+  if (plan.servers.length === 0) return;
+  // Loaded only here: the launcher, which shares this module, never needs the SDK.
+  const { describeStatus, McpHub } = await import("../tools/mcp.ts");
+  await using hub = new McpHub(plan.servers, {
+    defaultTimeout: config.tool_timeout,
+    outputLimit: config.tool_output_limit,
+    version: VERSION,
+    cwd: paths.configDir,
+    restart: false,
+  });
+  await hub.start();
+  for (const tool of hub.tools()) offered.add(tool.name);
+  for (const server of hub.servers) {
+    yield {
+      status: server.status.state === "ready" ? "ok" : "fail",
+      subject: `mcp ${server.name}`,
+      message: describeStatus(server),
+    };
+  }
+}
+
 async function* llmLines(
   config: Config,
   options: CheckOptions,
@@ -132,43 +191,29 @@ async function* llmLines(
   const url = config.llm_url;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const fetcher = options.fetch ?? globalThis.fetch;
-  let response: Response;
-  try {
-    response = await fetcher(`${url}/health`, {
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (error) {
-    const why = error instanceof DOMException && error.name === "TimeoutError"
-      ? `no answer within ${timeoutMs / 1000} s`
-      : messageOf(error);
+  // The probe the daemon makes, so check prints the state clients would see.
+  const { view: backend } = await probeBackend({
+    url,
+    model: config.model,
+    timeoutMs,
+    fetch: fetcher,
+  });
+  if (backend.state === "down") {
     yield {
       status: "fail",
-      subject: "llama-server",
+      subject: "backend",
       message:
-        `unreachable at ${url} (${why}): start llama-server there, or set llm_url in the config`,
+        `down: ${backend.message}: start llama-server there, or set llm_url in the config`,
     };
     return;
   }
-  await response.body?.cancel();
-  if (response.status === 503) {
-    yield {
-      status: "warn",
-      subject: "llama-server",
-      message: `${url} answers /health with 503: it is still loading a model`,
-    };
-  } else if (!response.ok) {
-    yield {
-      status: "warn",
-      subject: "llama-server",
-      message: `${url} answers /health with ${response.status}`,
-    };
-  } else {
-    yield {
-      status: "ok",
-      subject: "llama-server",
-      message: `${url} answers /health`,
-    };
-  }
+  yield {
+    status: backend.state === "up" ? "ok" : "warn",
+    subject: "backend",
+    message: `${backend.state} at ${url}${
+      backend.message === null ? "" : `: ${backend.message}`
+    }`,
+  };
   const client = new LlmClient({
     url,
     model: config.model,

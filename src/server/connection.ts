@@ -36,6 +36,7 @@ export class Client {
   readonly #clocked: Writer = {
     write: async (bytes) => {
       this.#writingSince = performance.now();
+      this.onWriting();
       try {
         const n = await this.conn.write(bytes);
         // The client reads: what waited so far no longer counts against it.
@@ -53,7 +54,14 @@ export class Client {
     readonly conn: Deno.UnixConn,
     readonly limits: Limits,
     readonly onGone: (client: Client) => void,
+    /** Called as each write starts: the server's watchdog runs only while one waits. */
+    readonly onWriting: () => void = () => {},
   ) {}
+
+  /** Whether a write waits on the socket. */
+  get writing(): boolean {
+    return this.#writingSince !== null;
+  }
 
   /** Queues encoded lines; drops the client when more than the backlog limit piles up while its socket accepts nothing. */
   send(bytes: Uint8Array): void {

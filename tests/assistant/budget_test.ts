@@ -331,3 +331,20 @@ Deno.test("after a failed count the model's counts are estimated for a minute, t
     measured: true,
   });
 });
+
+Deno.test("a result is not cut for a reserve cutting cannot buy back, only to fit the context itself", async () => {
+  const fitting = async (prompt: number) => {
+    const fitted = plan({ history: [], counts: [] });
+    fitted.reported("tool_calls", { used: prompt + 20, prompt });
+    fitted.add({ role: "assistant", content: null });
+    fitted.add({ role: "tool", tool_call_id: "a", content: "x ".repeat(100) });
+    await fitted.measure();
+    fitted.fit();
+    return fitted.messages().at(-1)!.content!;
+  };
+  // The fixed part alone passes the budget (3,072): the 100-token result could
+  // not make up for it, and the request fits the context with room to reply.
+  assert.equal(await fitting(3300), "x ".repeat(100));
+  // Past the context less a quarter of the reserve, it goes.
+  assert.match(await fitting(3900), /^\[This tool result was left out/);
+});

@@ -12,8 +12,10 @@
  * dir, keyed by seed and size. Benchmarks never fail on a number: the exit
  * code is 0 whenever every figure was measured.
  */
+import { BACKEND_SIZES, backendBenchmarks } from "./backend_bench.ts";
 import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
+import { CHAT_SIZES, chatBenchmarks } from "./chat_bench.ts";
 import { CONTEXT_SIZES, contextBenchmarks } from "./context_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
 import { PROCESS_SIZES, processBenchmarks } from "./process_bench.ts";
@@ -38,6 +40,8 @@ export const GROUPS = [
   "catalog",
   "process",
   "footprint",
+  "backend",
+  "chat",
   "context",
 ] as const;
 
@@ -186,6 +190,10 @@ export async function runBench(
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
       case "footprint":
         return await footprintBenchmarks(FOOTPRINT_SIZES[mode], options.smoke);
+      case "backend":
+        return await backendBenchmarks(BACKEND_SIZES[mode], options.smoke);
+      case "chat":
+        return await chatBenchmarks(CHAT_SIZES[mode], options.smoke);
       case "context":
         return await contextBenchmarks(CONTEXT_SIZES[mode], options.smoke);
     }

@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import {
+  formatArgs,
   modelName,
   Renderer,
   sanitize,
 } from "../../src/clients/chat_render.ts";
-import type { Event } from "../../src/protocol.ts";
+import type { BackendView, Event } from "../../src/protocol.ts";
 
 function render(
   events: Event[],
@@ -290,5 +291,108 @@ Deno.test("a private conversation says so in its header, on connect and on switc
   assert.equal(
     renderer.event({ type: "renamed", id: 3, title: "A\nnew  name" }),
     '#3 is now called "A new name"\n',
+  );
+});
+
+Deno.test("the header line says the backend state; a change shows as a line of its own", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const url = "http://127.0.0.1:8080";
+  const hello = (backend: BackendView) =>
+    renderer.hello({
+      type: "hello",
+      state: "idle",
+      model: null,
+      ctx_used: null,
+      ctx_max: null,
+      ctx_sent: null,
+      ctx_total: null,
+      backend,
+      id: null,
+      turns: [],
+      pending: null,
+    });
+  assert.equal(
+    hello({
+      state: "up",
+      url,
+      model: "/srv/models/tiny.gguf",
+      ctx_max: 4096,
+      message: null,
+    }),
+    "desktop-assistant · backend up · tiny · /help for commands\n",
+  );
+  assert.equal(
+    hello({
+      state: "down",
+      url,
+      model: null,
+      ctx_max: null,
+      message: `no connection to ${url} (connection refused)`,
+    }),
+    `desktop-assistant · backend down: no connection to ${url} (connection refused) · /help for commands\n`,
+  );
+  assert.equal(
+    hello({ state: "unknown", url, model: null, ctx_max: null, message: null }),
+    "desktop-assistant · backend unknown · /help for commands\n",
+  );
+  assert.equal(
+    renderer.event({
+      type: "backend",
+      state: "loading",
+      url,
+      model: null,
+      ctx_max: null,
+      message: "llama-server is loading its model",
+    }),
+    "backend loading: llama-server is loading its model\n",
+  );
+  const colored = new Renderer({
+    colors: true,
+    think: true,
+    clearOnSwitch: false,
+  });
+  assert.equal(
+    colored.event({
+      type: "backend",
+      state: "down",
+      url,
+      model: null,
+      ctx_max: null,
+      message: "no answer from x within 5 s\x1b[2J",
+    }),
+    "\x1b[31mbackend down: no answer from x within 5 s[2J\x1b[0m\n",
+  );
+});
+
+Deno.test("a call's arguments show as compact JSON, escape sequences removed, long ones cut", () => {
+  assert.equal(formatArgs({ place: "Paris" }), '{"place": "Paris"}');
+  assert.equal(
+    formatArgs({ a: [1, true, null], b: { c: "x" } }),
+    '{"a": [1, true, null], "b": {"c": "x"}}',
+  );
+  assert.equal(formatArgs({ t: "\x1b[2Jhi" }), '{"t": "\\u001b[2Jhi"}');
+  const long = formatArgs({ text: "y".repeat(1000) });
+  assert.equal(long.length, 400);
+  assert.ok(long.endsWith("…"));
+});
+
+Deno.test("a waiting call is asked on one line; the answer ends it, or a note says it was decided elsewhere", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const view = { call: "c1", tool: "weather", args: { place: "Oslo" } };
+  assert.equal(
+    renderer.confirm(view) + renderer.approved(true, true),
+    'run weather {"place": "Oslo"}? [y/N] allowed\n',
+  );
+  assert.equal(
+    renderer.confirm(view) + renderer.approved(false, false),
+    'run weather {"place": "Oslo"}? [y/N] declined (answered elsewhere or timed out)\n',
   );
 });

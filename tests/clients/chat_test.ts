@@ -7,13 +7,16 @@ import {
   clientArgs,
   clientEnv,
   ClientProcess,
+  hasScript,
   MAIN,
+  PTY_SKIP,
   runClient,
   startDaemon,
   stripAnsi,
   tempHome,
   within,
 } from "../support/client_harness.ts";
+import { Daemon } from "../support/daemon_harness.ts";
 import {
   askedQuestion,
   FakeLlm,
@@ -21,15 +24,7 @@ import {
   hold,
   reply,
 } from "../support/fake_llm.ts";
-
-const hasScript = await new Deno.Command("script", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((out) => out.success, () => false);
-const PTY_SKIP = hasScript
-  ? ""
-  : " (skipped: util-linux `script` is not installed)";
+import { runs, weatherTools } from "../support/weather_tool.ts";
 
 type Chats = { messages: { role: string; content: string }[] };
 
@@ -64,7 +59,7 @@ Deno.test("piped chat: a question streams its answer, /search and /open show res
   assert.equal(
     dates,
     [
-      "desktop-assistant · /help for commands",
+      "desktop-assistant · backend up · tiny · /help for commands",
       "> What is the capital of France?",
       "(thinking) Easy.",
       "Paris is the capital.",
@@ -251,7 +246,7 @@ Deno.test("a chat started mid-reply shows the partial reply, then the rest", asy
     assert.equal(await chat.exit(), 0);
     assert.equal(
       chat.stdout,
-      "desktop-assistant · tiny · /help for commands\n" +
+      "desktop-assistant · backend up · tiny · /help for commands\n" +
         "> Split answer?\nfirst half, second half\n\n",
     );
   } finally {
@@ -277,6 +272,29 @@ Deno.test("a chat shows another client's question and answer as they happen", as
   assert.match(
     chat.stdout,
     /\n> Asked in another terminal\nFrom elsewhere\.\n\n$/,
+  );
+});
+
+Deno.test("chat's header says llama-server is down, and a line says when it is back", async () => {
+  await using llm = await FakeLlm.start();
+  await llm.stop();
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "backend_poll = 0.2\n",
+  });
+  await using chat = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  const at = await chat.waitFor("/help for commands");
+  await llm.restart();
+  await chat.waitFor("backend up · tiny\n", at);
+  await chat.endInput();
+  assert.equal(await chat.exit(), 0);
+  assert.equal(
+    chat.stdout,
+    `desktop-assistant · backend down: no connection to ${llm.url} (connection refused) · /help for commands\n` +
+      "backend up · tiny\n",
   );
 });
 
@@ -336,7 +354,6 @@ Deno.test({
       "run",
       "--quiet",
       "--no-prompt",
-      "--no-config",
       ...clientFlags(daemon.paths.socketPath),
       "main.ts",
       "chat",
@@ -381,18 +398,18 @@ Deno.test("deno task ask prints one answer for scripts, and exits 2 when no daem
   );
 });
 
-Deno.test("parseChatArgs takes --no-think and --export-dir and names anything else", () => {
-  assert.deepEqual(parseChatArgs([]), { think: true, exportDir: null });
-  assert.deepEqual(parseChatArgs(["--no-think"]), {
-    think: false,
-    exportDir: null,
-  });
+Deno.test("parseChatArgs takes --no-think, --raw and --export-dir and names anything else", () => {
+  const none = { think: true, raw: false, exportDir: null };
+  assert.deepEqual(parseChatArgs([]), none);
+  assert.deepEqual(parseChatArgs(["--no-think"]), { ...none, think: false });
+  assert.deepEqual(parseChatArgs(["--raw"]), { ...none, raw: true });
   assert.deepEqual(parseChatArgs(["--export-dir", "out", "--no-think"]), {
+    ...none,
     think: false,
     exportDir: "out",
   });
   assert.deepEqual(parseChatArgs(["--export-dir=/tmp/x"]), {
-    think: true,
+    ...none,
     exportDir: "/tmp/x",
   });
   assert.throws(() => parseChatArgs(["--export-dir"]), /needs a directory/);
@@ -561,5 +578,78 @@ Deno.test({
     at = await chat.waitFor("── private conversation · not saved ──", at);
     await chat.type("\x04");
     assert.equal(await chat.exit(), 0);
+  },
+});
+
+Deno.test("piped chat asks before a call that needs approval; y runs it, the end of input declines", async () => {
+  await using tools = await weatherTools();
+  await using llm = await FakeLlm.start();
+  const call = (place: string) =>
+    reply({
+      toolCalls: [{ name: "weather", arguments: JSON.stringify({ place }) }],
+    });
+  llm.enqueue(
+    call("Paris"),
+    reply({ content: ["Sunny."] }),
+    call("Oslo"),
+    reply({ content: ["Not looked up."] }),
+  );
+  await using daemon = await startDaemon(llm.url, [tools.dir]);
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    clientEnv(daemon.paths.runtimeDir),
+    "/help\nWeather in Paris?\ny\nWeather in Oslo?\n",
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /run TOOL \{args\}\? \[y\/N\]/);
+  assert.match(
+    result.stdout,
+    /> Weather in Paris\?\nrun weather \{"place": "Paris"\}\? \[y\/N\] allowed\n\[tool\] weather … done\nSunny\.\n/,
+  );
+  assert.match(
+    result.stdout,
+    /> Weather in Oslo\?\nrun weather \{"place": "Oslo"\}\? \[y\/N\] declined\nNot looked up\.\n/,
+  );
+  assert.deepEqual(await runs(tools.dir), ["Paris"]);
+});
+
+Deno.test({
+  name:
+    `chat in a terminal: a call that needs approval takes one key, y or n${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using tools = await weatherTools();
+    await using llm = await FakeLlm.start();
+    const call = (place: string) =>
+      reply({
+        toolCalls: [{ name: "weather", arguments: JSON.stringify({ place }) }],
+      });
+    llm.enqueue(
+      call("Paris"),
+      reply({ content: ["Sunny."] }),
+      call("Oslo"),
+      reply({ content: ["Skipped."] }),
+    );
+    await using daemon = await startDaemon(llm.url, [tools.dir]);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("Paris?\r");
+    at = await chat.waitFor('run weather {"place": "Paris"}? [y/N] ', at);
+    await chat.type("y");
+    at = await chat.waitFor("allowed", at);
+    at = await chat.waitFor("Sunny.", at);
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("Oslo?\r");
+    at = await chat.waitFor('run weather {"place": "Oslo"}? [y/N] ', at);
+    await chat.type("n");
+    at = await chat.waitFor("declined", at);
+    at = await chat.waitFor("Skipped.", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+    assert.deepEqual(await runs(tools.dir), ["Paris"]);
   },
 });

@@ -108,6 +108,12 @@ Deno.test("assistant.sh start, status, a refused second start, stop, then status
   assert.equal(up.code, 0, up.stdout + up.stderr);
   assert.match(up.stdout, new RegExp(`process: running, pid ${pid}`));
   assert.match(up.stdout, new RegExp(`answers ping: pid ${pid}, version `));
+  assert.ok(
+    up.stdout.includes(
+      `\nbackend: up at ${llm.url}, model /srv/models/tiny.gguf, context 4096 tokens\n`,
+    ),
+    up.stdout,
+  );
   assert.match(up.stdout, /log: .*assistant\.log, last lines:\n/);
   assert.match(up.stdout, / info reply done conv=1 /, "the log's tail");
 
@@ -134,8 +140,9 @@ Deno.test("assistant.sh start, status, a refused second start, stop, then status
   assert.match(idle.stdout, /is not running/);
 });
 
-Deno.test("assistant.sh status is 0 for a daemon started another way, with socat or with deno, and 1 once it stops", async () => {
+Deno.test("assistant.sh status is 0 for a daemon started another way, with socat or with deno, and 1 once it stops; it says llama-server is down", async () => {
   await using llm = await FakeLlm.start();
+  await llm.stop();
   await using daemon = await Daemon.start({ llmUrl: llm.url });
   const env = { ...inheritedEnv(), ...daemon.env };
   const socat = (await new Deno.Command("bash", {
@@ -151,6 +158,12 @@ Deno.test("assistant.sh status is 0 for a daemon started another way, with socat
       new RegExp(`answers ping: pid ${daemon.child.pid},`),
     );
     assert.match(status.stdout, /process: no pid file/);
+    assert.ok(
+      status.stdout.includes(
+        `\nbackend: down at ${llm.url}: no connection to ${llm.url} (connection refused)\n`,
+      ),
+      `${how}: ${status.stdout}`,
+    );
   }
   await daemon.stop();
   const down = await sh(env, "status");

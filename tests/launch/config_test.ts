@@ -31,8 +31,12 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     stall_timeout: 180,
     max_clients: 32,
     auto_title: false,
+    backend_poll: 5,
     tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
+    confirm_tools: [],
+    confirm_timeout: 120,
     request: {},
+    mcp: {},
   });
   assert.ok(!/spoken/i.test(DEFAULT_SYSTEM_PROMPT));
   assert.match(DEFAULT_SYSTEM_PROMPT, /Markdown/);
@@ -44,6 +48,7 @@ Deno.test("parseConfig merges the file over the defaults", () => {
       'llm_url = "http://10.0.0.5:9000/"',
       "thinking = false",
       "history_turns = 0",
+      "backend_poll = 0",
       'tools_dirs = ["mine"]',
       "[request]",
       "temperature = 0.2",
@@ -60,6 +65,7 @@ Deno.test("parseConfig merges the file over the defaults", () => {
     llm_url: "http://10.0.0.5:9000",
     thinking: false,
     history_turns: 0,
+    backend_poll: 0,
     tools_dirs: ["/srv/config/desktop-assistant/mine"],
     request: {
       temperature: 0.2,
@@ -139,6 +145,8 @@ Deno.test("every wrong type or out-of-range value is a TypeError naming file and
     ["stall_timeout = nan", "stall_timeout"],
     ["max_clients = 0", "max_clients"],
     ['auto_title = "yes"', "auto_title"],
+    ["backend_poll = -1", "backend_poll"],
+    ['backend_poll = "5"', "backend_poll"],
     ['tools_dirs = "tools"', "tools_dirs"],
     ["tools_dirs = [1]", "tools_dirs"],
     ['tools_dirs = [""]', "tools_dirs"],
@@ -241,4 +249,85 @@ Deno.test("loadConfig reads the real file, and a missing one means defaults", as
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("[mcp.NAME] tables: command, env, confirm (default true) and timeout (default tool_timeout)", () => {
+  const { config, warnings } = parseConfig(
+    [
+      'confirm_tools = ["weather", "fs__write_file"]',
+      "confirm_timeout = 45",
+      "[mcp.fs]",
+      'command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/notes"]',
+      "[mcp.search]",
+      'command = ["./servers/search", "--stdio"]',
+      'env = { API_KEY = "k-123" }',
+      "confirm = false",
+      "timeout = 5",
+      "colour = 1",
+    ].join("\n"),
+    FILE,
+    PATHS,
+  );
+  assert.deepEqual(config.confirm_tools, ["weather", "fs__write_file"]);
+  assert.equal(config.confirm_timeout, 45);
+  assert.deepEqual(config.mcp, {
+    fs: {
+      command: [
+        "npx",
+        "-y",
+        "@modelcontextprotocol/server-filesystem",
+        "/home/ada/notes",
+      ],
+      env: {},
+      confirm: true,
+      timeout: null,
+    },
+    search: {
+      command: ["./servers/search", "--stdio"],
+      env: { API_KEY: "k-123" },
+      confirm: false,
+      timeout: 5,
+    },
+  });
+  assert.deepEqual(warnings, [`unknown key "mcp.search.colour" in ${FILE}`]);
+});
+
+Deno.test("a bad [mcp.NAME] value names the file, the line and the dotted key", () => {
+  const bad = (lines: string[], pattern: RegExp) =>
+    assert.throws(
+      () => parseConfig(lines.join("\n"), FILE, PATHS),
+      (error: unknown) => {
+        assert.ok(error instanceof TypeError, String(error));
+        assert.match(error.message, pattern);
+        return true;
+      },
+    );
+  bad(
+    ["[mcp.fs]", 'command = "npx"'],
+    new RegExp(
+      `^${FILE}:2: key "mcp\\.fs\\.command" must be a non-empty array`,
+    ),
+  );
+  bad(
+    ["[mcp.fs]", 'command = ["x"]', "", "timeout = 0"],
+    new RegExp(`^${FILE}:4: key "mcp\\.fs\\.timeout" must be a number`),
+  );
+  bad(
+    ["[mcp.fs]", 'command = ["x"]', 'confirm = "yes"'],
+    /:3: key "mcp\.fs\.confirm" must be true or false/,
+  );
+  bad(
+    ["[mcp.fs]", 'command = ["x"]', "env = { A = 1 }"],
+    /:3: key "mcp\.fs\.env" must be a table of strings/,
+  );
+  bad(
+    ['[mcp."my server"]', 'command = ["x"]'],
+    /key "mcp\.my server" is not a valid server name/,
+  );
+  bad(["mcp = 3"], /:1: key "mcp" must be a table of \[mcp\.NAME\] tables/);
+  bad(
+    ['confirm_tools = "weather"'],
+    /:1: key "confirm_tools" must be an array/,
+  );
+  bad(["confirm_timeout = -1"], /:1: key "confirm_timeout" must be a number/);
 });

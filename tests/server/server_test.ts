@@ -473,6 +473,32 @@ Deno.test("max_clients + 1: the last connection gets the error and is closed", a
   await pingPong(d);
 });
 
+Deno.test("onClients hears the count of greeted clients: joins and leaves, never a refused one", async () => {
+  const counts: number[] = [];
+  let changed = Promise.withResolvers<void>();
+  await using t = await setup({
+    maxClients: 2,
+    onClients: (count) => {
+      counts.push(count);
+      changed.resolve();
+      changed = Promise.withResolvers<void>();
+    },
+  });
+  await using a = await t.connect();
+  await using b = await t.connect();
+  assert.deepEqual(counts, [1, 2]);
+  await using refused = await SocketClient.connect(t.path);
+  await refused.closed();
+  assert.deepEqual(counts, [1, 2]);
+  const left = changed.promise;
+  await a.close();
+  await left;
+  const gone = changed.promise;
+  await b.close();
+  await gone;
+  assert.deepEqual(counts, [1, 2, 1, 0]);
+});
+
 Deno.test("the socket is mode 0600 and gone after close; close is idempotent", async () => {
   await using t = await setup();
   const info = await Deno.lstat(t.path);
