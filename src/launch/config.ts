@@ -23,6 +23,8 @@ export interface Config {
   stall_timeout: number;
   max_clients: number;
   tools_dirs: string[];
+  /** Loopback port of the browser canvas (`deno task web`); 0 picks a free one. */
+  web_port: number;
   request: Record<string, unknown>;
 }
 
@@ -35,6 +37,9 @@ export const DEFAULT_SYSTEM_PROMPT = [
   "When a tool can give a current or exact answer (the date and time, the weather, a fact to look up), call it instead of guessing, and say what the answer rests on.",
   "If you are unsure or lack the information, say so plainly rather than inventing details.",
 ].join(" ");
+
+/** The browser canvas's port unless the config names another. */
+export const DEFAULT_WEB_PORT = 8765;
 
 /** Built-in defaults (tools_dirs filled from paths). */
 export function defaultConfig(paths: Paths): Config {
@@ -51,6 +56,7 @@ export function defaultConfig(paths: Paths): Config {
     stall_timeout: 180,
     max_clients: 32,
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
+    web_port: DEFAULT_WEB_PORT,
     request: {},
   };
 }
@@ -181,6 +187,10 @@ const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
     ok: (v) =>
       Array.isArray(v) &&
       v.every((entry) => typeof entry === "string" && entry !== ""),
+  },
+  web_port: {
+    expected: "a port number from 0 to 65535",
+    ok: (v) => isInt(v) && v >= 0 && v <= 65535,
   },
 };
 

@@ -30,6 +30,7 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     stall_timeout: 180,
     max_clients: 32,
     tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
+    web_port: 8765,
     request: {},
   });
   assert.ok(!/spoken/i.test(DEFAULT_SYSTEM_PROMPT));
@@ -137,6 +138,9 @@ Deno.test("every wrong type or out-of-range value is a TypeError naming file and
     ['tools_dirs = "tools"', "tools_dirs"],
     ["tools_dirs = [1]", "tools_dirs"],
     ['tools_dirs = [""]', "tools_dirs"],
+    ["web_port = 65536", "web_port"],
+    ["web_port = -1", "web_port"],
+    ['web_port = "8765"', "web_port"],
     ["request = 5", "request"],
   ];
   for (const [text, key] of cases) {
