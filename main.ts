@@ -1,5 +1,5 @@
 /**
- * The command line: `serve` (default), `chat`, `ask`, `flags`, `check`, and
+ * The command line: `serve` (default), `chat`, `ask`, `web`, `flags`, `check`, and
  * `launch` (what `deno task start|check|compile` run: it derives the flags and
  * starts the real command with exactly those). Every command returns its exit
  * code here, and the process ends at the one exit point at the bottom.
@@ -12,6 +12,7 @@ const USAGE = `usage: main.ts [command] [options]
   chat [--no-think]  interactive terminal client
   ask [--think] [--json] "question"
                      print one answer (the question from stdin when omitted)
+  web [--port N]     the browser canvas (deno task web runs it with its own grants)
   flags [--shell]    print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database
   launch [serve|check|compile]
@@ -30,6 +31,10 @@ async function main(args: string[]): Promise<number> {
       return await (await import("./src/clients/chat.ts")).launchChat(rest);
     case "ask":
       return await (await import("./src/clients/ask.ts")).runAsk(rest);
+    case "web":
+      return await (await import("./src/web/web.ts")).runWeb(rest);
+    case "web-launch":
+      return await (await import("./src/web/launch_web.ts")).launchWeb(rest);
     case "flags":
       return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":
