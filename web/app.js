@@ -5,7 +5,7 @@
  * of its own beyond what the events say, so a second tab, or one opened
  * mid-reply, shows the same thing.
  */
-import { CanvasModel } from "./model.js";
+import { CanvasModel, isStored } from "./model.js";
 import { CanvasView } from "./view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -199,7 +199,8 @@ function editLast() {
   const last = model.current.turns.at(-1);
   if (!last) return;
   input.value = last.user;
-  setEditing(true);
+  // A stopped or failed question was never kept: it is asked anew.
+  setEditing(isStored(last));
   input.focus();
   input.setSelectionRange(input.value.length, input.value.length);
 }
@@ -342,6 +343,10 @@ $("list").addEventListener("keydown", (event) => {
 $("log").addEventListener("click", (event) => {
   if (event.target.closest("button.retry")) retry();
   else if (event.target.closest("button.edit")) editLast();
+  else if (event.target.closest("button.again")) {
+    const last = model.current.turns.at(-1);
+    if (last) send({ type: "ask", text: last.user });
+  }
 });
 
 $("confirms").addEventListener("click", (event) => {

@@ -13,6 +13,16 @@
  * @typedef {{user: string, reply: string, think: string, tools: ToolMark[],
  *   status: null | "stopped" | "truncated" | "error", error?: string}} Turn
  */
+/**
+ * @typedef {{key: string, user: string, reply: string, think: string,
+ *   tools: ToolMark[], replaces: boolean}} Pending
+ */
+/** @typedef {{key: string, id: number | null, private: boolean, turns: Turn[]}} Shown */
+
+/** Whether the daemon keeps this turn: a stopped or failed one is only shown. */
+export function isStored(turn) {
+  return turn.status !== "stopped" && turn.status !== "error";
+}
 
 /** The reply in flight: what `user`, `think`, `token` and `tool` built so far. */
 function newPending(key, user, replaces) {
@@ -56,9 +66,9 @@ export class CanvasModel {
     this.ctx = { used: null, max: null, sent: null, total: null };
     /** `{state, url, model, ctx_max, message}` once the daemon sends it. */
     this.backend = null;
-    /** The conversation shown: `key` tells apart unsaved ones. */
+    /** @type {Shown} The conversation shown: `key` tells apart unsaved ones. */
     this.current = { key: "new:0", id: null, private: false, turns: [] };
-    /** The reply in flight, in whichever conversation it started. */
+    /** @type {Pending | null} The reply in flight, in whichever conversation it started. */
     this.pending = null;
     /** Tool calls waiting for approval, by call id. */
     this.confirms = new Map();
@@ -264,11 +274,9 @@ export class CanvasModel {
         changed.add("list");
         break;
       case "conversation":
+        // A reply in flight stays shown when its conversation is reopened:
+        // both have the key `id:N`.
         this.#setCurrent(event.id ?? null, event.turns, event.private);
-        if (this.pending && this.current.id !== null) {
-          // The same conversation reopened while its reply streams.
-          if (this.pending.key === this.current.key) changed.add("pending");
-        }
         changed.add("turns");
         changed.add("pending");
         changed.add("status");
@@ -329,11 +337,12 @@ export class CanvasModel {
     if (pending.replaces || event.replaces === true) {
       if (stopped) {
         this.#notice("The retry was stopped: the earlier reply is kept.");
-      } else if (current.turns.length > 0) {
-        current.turns[current.turns.length - 1] = turn;
-      } else {
-        current.turns.push(turn);
+        return;
       }
+      // It replaces the last turn the daemon keeps; turns shown after it
+      // (stopped or failed, never stored) go with it.
+      const index = current.turns.findLastIndex(isStored);
+      current.turns.splice(index === -1 ? 0 : index, Infinity, turn);
       return;
     }
     current.turns.push(turn);

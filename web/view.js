@@ -5,6 +5,7 @@
  * the reply in flight redraws at most once per frame.
  */
 import { renderMarkdown } from "./markdown.js";
+import { isStored } from "./model.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -40,6 +41,33 @@ const NOTES = {
   stopped: "stopped: this reply was not saved",
   truncated: "cut short: the context or max_tokens ran out",
 };
+
+function lastStored(turns) {
+  return turns.findLastIndex(isStored);
+}
+
+function button(className, text, title) {
+  const node = el("button", className, text);
+  node.type = "button";
+  node.title = title;
+  return node;
+}
+
+/** Retry and Edit under the last stored turn; Ask again under one that was stopped or failed. */
+function turnActions(stored) {
+  const actions = el("div", "turn-actions");
+  if (stored) {
+    actions.append(
+      button("retry", "Retry", "Ask the last question again (Alt+R)"),
+      button("edit", "Edit", "Edit the last question (↑ in an empty input)"),
+    );
+  } else {
+    actions.append(
+      button("again", "Ask again", "Ask this question again"),
+    );
+  }
+  return actions;
+}
 
 /** What one drawn turn keeps, to update it in place while it streams. */
 function turnParts(turn, { live }) {
@@ -139,12 +167,14 @@ export class CanvasView {
       this.#pending = null;
       this.#replaced = null;
       const turns = model.current.turns;
+      const stored = lastStored(turns);
       const nodes = turns.map((turn, index) => {
         const parts = turnParts(turn, { live: false });
         fillTurn(parts, turn, { live: false });
+        if (index === stored) parts.article.classList.add("last-stored");
         if (index === turns.length - 1) {
           parts.article.classList.add("last");
-          parts.article.append(this.#turnActions());
+          parts.article.append(turnActions(index === stored));
         }
         return parts.article;
       });
@@ -163,18 +193,6 @@ export class CanvasView {
       }
       this.log.replaceChildren(...nodes);
     });
-  }
-
-  #turnActions() {
-    const actions = el("div", "turn-actions");
-    const retry = el("button", "retry", "Retry");
-    retry.type = "button";
-    retry.title = "Ask the last question again (Alt+R)";
-    const edit = el("button", "edit", "Edit");
-    edit.type = "button";
-    edit.title = "Edit the last question (↑ in an empty input)";
-    actions.append(retry, edit);
-    return actions;
   }
 
   /** The reply in flight, when it belongs to the conversation shown. */
@@ -201,7 +219,7 @@ export class CanvasView {
       }
       // A retry streams in place of the last turn, which comes back if
       // the retry is stopped or fails.
-      const last = this.log.querySelector(".turn.last");
+      const last = this.log.querySelector(".turn.last-stored");
       if (pending.replaces && last) {
         last.hidden = true;
         this.#replaced = last;

@@ -142,7 +142,10 @@ export function denoExecutable(): string {
 const FORWARDED = ["SIGTERM", "SIGINT"] as const;
 
 /** Runs a command with inherited stdio, forwarding SIGTERM and SIGINT to it; resolves to its exit code. */
-export async function runForwarding(command: string, args: string[]): Promise<number> {
+export async function runForwarding(
+  command: string,
+  args: string[],
+): Promise<number> {
   const child = new Deno.Command(command, {
     args,
     stdin: "inherit",

@@ -90,6 +90,8 @@ export class TestBrowser implements AsyncDisposable {
 /** Saves a screenshot of the page as `<name>.png` in {@link SCREENSHOTS_DIR}. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   await Deno.mkdir(SCREENSHOTS_DIR, { recursive: true });
+  // A tab in the background draws no frames: the capture would wait for one.
+  await page.bringToFront();
   await page.screenshot({
     path: join(SCREENSHOTS_DIR, `${name}.png`) as `${string}.png`,
   });
