@@ -29,6 +29,8 @@ const ROW_IDS = [
   "startup",
   "memory.idle",
   "memory.growth",
+  "web.relay",
+  "web.render",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

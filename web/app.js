@@ -7,6 +7,7 @@
  */
 import { CanvasModel, isStored } from "./model.js";
 import { CanvasView } from "./view.js";
+import { warmUp } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -14,6 +15,8 @@ const SEARCH_DELAY_MS = 120;
 const SEARCH_LIMIT = 50;
 const LIST_LIMIT = 200;
 const RETRY_MS = [500, 1000, 2000, 5000];
+/** Rest after a draw, as a multiple of the draw's time, layout and paint included. */
+const DRAW_REST = 2;
 
 const model = new CanvasModel();
 const view = new CanvasView();
@@ -47,7 +50,13 @@ function connect() {
     attempt = 0;
     view.connection("connected", "up");
   });
-  socket.addEventListener("message", (event) => onLine(event.data));
+  // A message holds one or more whole lines, as one read of the socket
+  // brought them.
+  socket.addEventListener("message", (event) => {
+    for (const line of String(event.data).split("\n")) {
+      if (line !== "") onLine(line);
+    }
+  });
   socket.addEventListener("close", (event) => {
     if (ws !== socket) return;
     ws = null;
@@ -79,7 +88,10 @@ function send(command) {
 // --- events ---------------------------------------------------------------
 
 let queued = new Set();
-let frame = 0;
+let scheduled = false;
+let settling = false;
+let lastDrawEnd = 0;
+let lastDrawTook = 0;
 
 function onLine(text) {
   let event;
@@ -131,16 +143,28 @@ function afterEvent(event) {
   }
 }
 
-/** Draws what changed, at most once per frame (or soon, in a hidden tab). */
+/**
+ * Draws what changed, at most once per frame, and leaves the page most of
+ * its time to read. A draw's cost is its script plus the layout and paint
+ * the browser does after it, so it is timed until the frame is over; the
+ * next draw then rests twice that long. A fast stream coalesces into fewer,
+ * larger draws instead of falling behind. A hidden tab gets no frames: a
+ * timer stands in for them.
+ */
 function schedule() {
-  if (frame !== 0) return;
+  if (scheduled || settling) return;
+  scheduled = true;
   const run = () => {
-    if (frame === 0) return;
-    frame = 0;
+    if (!scheduled) return;
+    scheduled = false;
     drawNow();
   };
-  frame = requestAnimationFrame(run);
-  setTimeout(run, 250);
+  const rest = lastDrawEnd + Math.min(lastDrawTook * DRAW_REST, 300) -
+    performance.now();
+  setTimeout(() => {
+    requestAnimationFrame(run);
+    setTimeout(run, 250);
+  }, Math.max(0, rest));
 }
 
 function drawNow() {
@@ -155,6 +179,18 @@ function drawNow() {
   stats.frames++;
   stats.drawMs += took;
   stats.maxDrawMs = Math.max(stats.maxDrawMs, took);
+  settling = true;
+  const settle = () => {
+    if (!settling) return;
+    settling = false;
+    lastDrawEnd = performance.now();
+    lastDrawTook = lastDrawEnd - started;
+    if (queued.size > 0) schedule();
+  };
+  // After the next frame's callbacks come its layout and paint; a task
+  // queued from there runs once they are done.
+  requestAnimationFrame(() => setTimeout(settle, 0));
+  setTimeout(settle, 250);
 }
 
 function download(event) {
@@ -435,8 +471,8 @@ document.addEventListener("keydown", (event) => {
 });
 
 document.addEventListener("visibilitychange", () => {
-  if (!document.hidden && frame !== 0) {
-    frame = 0;
+  if (!document.hidden && scheduled && !settling) {
+    scheduled = false;
     drawNow();
   }
 });
@@ -444,3 +480,4 @@ document.addEventListener("visibilitychange", () => {
 view.draw(model, new Set(["turns", "pending", "status", "list", "confirms"]));
 connect();
 input.focus();
+setTimeout(warmUp, 0);

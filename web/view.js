@@ -4,7 +4,7 @@
  * (raw HTML off). Each part redraws only when the model says it changed;
  * the reply in flight redraws at most once per frame.
  */
-import { renderMarkdown } from "./markdown.js";
+import { renderMarkdown, StreamingMarkdown } from "./markdown.js";
 import { isStored } from "./model.js";
 
 const $ = (id) => document.getElementById(id);
@@ -85,7 +85,16 @@ function turnParts(turn, { live }) {
   const note = el("div", "note");
   answer.append(think, tools, reply, note);
   article.append(question, answer);
-  return { article, think, thinkText, tools, reply, note, drawn: null };
+  return {
+    article,
+    think,
+    thinkText,
+    tools,
+    reply,
+    note,
+    drawn: null,
+    stream: null,
+  };
 }
 
 function drawTools(list, tools) {
@@ -108,10 +117,32 @@ function drawTools(list, tools) {
   list.hidden = tools.length === 0;
 }
 
+/** A reference definition (`[x]: url`), which can change how earlier text renders. */
+const REFERENCE = /^ {0,3}\[[^\]]+\]:/m;
+
+/**
+ * The reply that just streamed, kept as the finished turn's drawing: its
+ * blocks were drawn as they completed, and that is the whole reply drawn
+ * once more, except when a reference definition may change earlier blocks.
+ */
+function adopt(live, turn) {
+  if (!live || live.drawn !== turn.reply || REFERENCE.test(turn.reply)) {
+    return null;
+  }
+  live.article.classList.remove("live");
+  live.stream = null;
+  return live;
+}
+
 /** Fills a turn's parts; the Markdown only when the reply text changed. */
 function fillTurn(parts, turn, { live }) {
   if (parts.drawn !== turn.reply) {
-    parts.reply.innerHTML = renderMarkdown(turn.reply);
+    if (live) {
+      parts.stream ??= new StreamingMarkdown(parts.reply);
+      parts.stream.update(turn.reply);
+    } else {
+      parts.reply.innerHTML = renderMarkdown(turn.reply);
+    }
     parts.drawn = turn.reply;
   }
   parts.think.hidden = turn.think === "";
@@ -138,6 +169,8 @@ function fillTurn(parts, turn, { live }) {
 export class CanvasView {
   #pending = null;
   #replaced = null;
+  /** Each turn's article, by the model's turn object, which never changes once stored. */
+  #drawn = new WeakMap();
 
   constructor() {
     this.log = $("log");
@@ -161,22 +194,30 @@ export class CanvasView {
     if (atBottom) log.scrollTop = log.scrollHeight;
   }
 
-  /** The stored turns of the conversation shown. */
+  /** The turns of the conversation shown; a turn drawn before is reused, not drawn again. */
   drawTurns(model) {
     this.#stickToBottom(() => {
+      const live = this.#pending;
       this.#pending = null;
       this.#replaced = null;
       const turns = model.current.turns;
       const stored = lastStored(turns);
       const nodes = turns.map((turn, index) => {
-        const parts = turnParts(turn, { live: false });
-        fillTurn(parts, turn, { live: false });
-        if (index === stored) parts.article.classList.add("last-stored");
-        if (index === turns.length - 1) {
-          parts.article.classList.add("last");
-          parts.article.append(turnActions(index === stored));
+        let article = this.#drawn.get(turn);
+        if (!article) {
+          const parts = adopt(live, turn) ?? turnParts(turn, { live: false });
+          fillTurn(parts, turn, { live: false });
+          article = parts.article;
+          this.#drawn.set(turn, article);
         }
-        return parts.article;
+        article.hidden = false;
+        article.classList.toggle("last-stored", index === stored);
+        article.classList.toggle("last", index === turns.length - 1);
+        article.querySelector(".turn-actions")?.remove();
+        if (index === turns.length - 1) {
+          article.append(turnActions(index === stored));
+        }
+        return article;
       });
       if (nodes.length === 0) {
         const empty = el("div", "empty");

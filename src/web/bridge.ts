@@ -1,11 +1,13 @@
 /**
  * One page's connection to the daemon: a WebSocket on one side, the daemon's
- * Unix socket on the other, line for line. Each line the daemon writes
- * becomes one text message, and each text message from the page is written
- * as one line, so the page speaks the socket protocol itself. Nothing is
- * parsed or kept here: the bridge knows lengths, never contents.
+ * Unix socket on the other, line for line. The lines the daemon writes go
+ * to the page as they are, whole and in order: each text message holds the
+ * whole lines one read brought, joined by `\n` (see line_batch.ts). Each
+ * text message from the page is written as one line. So the page speaks
+ * the socket protocol itself. Nothing is parsed or kept here: the bridge
+ * knows lengths, never contents.
  */
-import { LineStream } from "../server/line_stream.ts";
+import { LineBatchStream } from "./line_batch.ts";
 import { log } from "../log.ts";
 import { writeAll } from "../write_all.ts";
 
@@ -63,7 +65,7 @@ export class Bridge implements AsyncDisposable {
   #unsent = 0;
   #over = false;
   #linesIn = 0;
-  #linesOut = 0;
+  #messagesOut = 0;
   readonly #started = performance.now();
   /** Resolves once the page's side is open, or closed before it opened. */
   readonly #open = Promise.withResolvers<void>();
@@ -119,19 +121,12 @@ export class Bridge implements AsyncDisposable {
     log.info("web page connected");
     const ws = this.#ws;
     const highWater = this.#options.highWaterBytes ?? DEFAULT_HIGH_WATER;
-    const decoder = new TextDecoder();
     let tooLong = false;
-    const toPage = new WritableStream<
-      { line: Uint8Array } | { tooLong: number }
-    >({
-      write: async (chunk) => {
+    const toPage = new WritableStream<string>({
+      write: async (lines) => {
         if (this.#over) throw new Error("closed");
-        if ("tooLong" in chunk) {
-          tooLong = true;
-          throw new RangeError("line too long");
-        }
-        ws.send(decoder.decode(chunk.line));
-        this.#linesOut++;
+        ws.send(lines);
+        this.#messagesOut++;
         // A page that does not read holds the daemon's lines here; past the
         // mark, stop reading the socket, so the daemon sees a slow client
         // and drops it as it would any other.
@@ -143,13 +138,14 @@ export class Bridge implements AsyncDisposable {
     try {
       await conn.readable
         .pipeThrough(
-          new LineStream({
-            maxBytes: this.#options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
+          new LineBatchStream({
+            maxLineBytes: this.#options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
           }),
         )
         .pipeTo(toPage);
-    } catch {
+    } catch (error) {
       // A reset, a page gone or a line too long: all end the bridge below.
+      tooLong = error instanceof RangeError;
     }
     if (tooLong) {
       this.#end(CLOSE.lineTooLong, "the daemon sent a line too long to pass");
@@ -159,7 +155,7 @@ export class Bridge implements AsyncDisposable {
     await this.#writing;
     log.info("web page left", {
       lines_in: this.#linesIn,
-      lines_out: this.#linesOut,
+      messages_out: this.#messagesOut,
       ms: Math.round(performance.now() - this.#started),
     });
   }

@@ -27,6 +27,7 @@ import {
   textTable,
 } from "./report.ts";
 import { STREAM_SIZES, streamBenchmarks } from "./stream_bench.ts";
+import { WEB_SIZES, webBenchmarks } from "./web_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -35,6 +36,7 @@ export const GROUPS = [
   "contention",
   "catalog",
   "process",
+  "web",
 ] as const;
 
 /** One group's name. */
@@ -180,6 +182,8 @@ export async function runBench(
         return await catalogBenchmarks({ ...history, mode }, options.smoke);
       case "process":
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
+      case "web":
+        return await webBenchmarks(WEB_SIZES[mode], options.smoke);
     }
   };
   try {

@@ -173,6 +173,8 @@ export class PageSocket implements AsyncDisposable {
   readonly ws: WebSocket;
   /** Every message received, parsed, in order. */
   readonly received: Record<string, unknown>[] = [];
+  /** WebSocket messages received (each one or more lines). */
+  messages = 0;
   readonly opened: Promise<void>;
   readonly closed: Promise<Closed>;
   #read = 0;
@@ -189,7 +191,11 @@ export class PageSocket implements AsyncDisposable {
     this.closed = closed.promise;
     this.ws.addEventListener("open", () => opened.resolve());
     this.ws.addEventListener("message", (event) => {
-      this.received.push(JSON.parse(String(event.data)));
+      // One or more whole lines: a part line would fail to parse here.
+      for (const line of String(event.data).split("\n")) {
+        this.received.push(JSON.parse(line));
+      }
+      this.messages++;
       this.#notify();
     });
     this.ws.addEventListener("close", (event) => {
