@@ -1,17 +1,20 @@
 /**
- * The command line: `serve` (default), `chat`, `ask`, `web`, `flags`, `check`, and
- * `launch` (what `deno task start|check|compile` run: it derives the flags and
- * starts the real command with exactly those). Every command returns its exit
- * code here, and the process ends at the one exit point at the bottom.
+ * The command line: `serve` (default), `chat`, `ask`, `export`, `web`,
+ * `flags`, `check`, and `launch` (what `deno task start|check|compile` run: it
+ * derives the flags and starts the real command with exactly those). Every
+ * command returns its exit code here, and the process ends at the one exit
+ * point at the bottom.
  */
 import { describeError, log } from "./src/log.ts";
 import { writeAll } from "./src/write_all.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
-  chat [--no-think]  interactive terminal client
+  chat [--no-think] [--export-dir DIR]
+                     interactive terminal client (/export writes in DIR)
   ask [--think] [--json] "question"
                      print one answer (the question from stdin when omitted)
+  export ID [--json] print a conversation as Markdown (or JSON)
   web [--port N]     the browser canvas (deno task web runs it with its own grants)
   flags [--shell]    print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database
@@ -31,6 +34,8 @@ async function main(args: string[]): Promise<number> {
       return await (await import("./src/clients/chat.ts")).launchChat(rest);
     case "ask":
       return await (await import("./src/clients/ask.ts")).runAsk(rest);
+    case "export":
+      return await (await import("./src/clients/export.ts")).runExport(rest);
     case "web":
       return await (await import("./src/web/web.ts")).runWeb(rest);
     case "web-launch":

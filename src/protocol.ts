@@ -13,16 +13,34 @@ export const DEFAULT_LIST_LIMIT = 1000;
 /** Largest `limit` accepted by `search` and `list`. */
 export const MAX_LIMIT = 10_000;
 
-/** A validated inbound command. */
+/** Longest `ref` string, in characters. */
+export const MAX_REF_CHARS = 128;
+/** Longest conversation title, in characters. */
+export const MAX_TITLE_CHARS = 200;
+
+/** A client's reference for a command, echoed on its answers and its turn's events. */
+export type Ref = string | number;
+
+/** How `export` writes a conversation. */
+export type ExportFormat = "markdown" | "json";
+
+/** A validated inbound command, with the client's `ref` when it sent one. */
 export type Command =
-  | { type: "ask"; text: string }
-  | { type: "stop" }
-  | { type: "new" }
-  | { type: "list"; limit?: number }
-  | { type: "open"; id: number }
-  | { type: "search"; q: string; limit: number }
-  | { type: "delete"; id: number }
-  | { type: "ping" };
+  & (
+    | { type: "ask"; text: string }
+    | { type: "retry" }
+    | { type: "edit"; text: string }
+    | { type: "stop" }
+    | { type: "new"; private?: true }
+    | { type: "list"; limit?: number }
+    | { type: "open"; id: number }
+    | { type: "search"; q: string; limit: number }
+    | { type: "delete"; id: number }
+    | { type: "rename"; id: number; title: string }
+    | { type: "export"; id: number; format: ExportFormat }
+    | { type: "ping" }
+  )
+  & { ref?: Ref };
 
 /** One turn as clients see it. */
 export interface TurnView {
@@ -37,6 +55,8 @@ export interface PendingView {
   reply: string;
   think: string;
   tools: string[];
+  /** A `retry` or `edit`: the last turn goes once this one finishes. */
+  replaces?: true;
 }
 
 /** Daemon activity shown by clients. */
@@ -54,39 +74,65 @@ export type Event =
     id: number | null;
     turns: TurnView[];
     pending: PendingView | null;
+    private?: true;
   }
   | { type: "state"; state: State; tool?: string }
-  | { type: "user"; text: string }
+  | { type: "user"; text: string; replaces?: true; ref?: Ref }
   | { type: "think"; delta: string }
   | { type: "token"; delta: string }
   | { type: "tool"; name: string; done: boolean }
-  | { type: "done"; id: number | null; stopped: boolean }
-  | { type: "error"; message: string; turn?: true }
+  | {
+    type: "done";
+    id: number | null;
+    stopped: boolean;
+    replaces?: true;
+    ref?: Ref;
+  }
+  | { type: "error"; message: string; turn?: true; ref?: Ref }
   | { type: "ctx"; used: number; max: number | null }
   | {
     type: "conversations";
     items: { id: number; title: string; updated: number }[];
+    ref?: Ref;
   }
-  | { type: "conversation"; id: number | null; turns: TurnView[] }
-  | { type: "results"; items: { id: number; title: string; snippet: string }[] }
-  | { type: "pong"; pid: number; uptime: number; version: string };
+  | {
+    type: "conversation";
+    id: number | null;
+    turns: TurnView[];
+    private?: true;
+    ref?: Ref;
+  }
+  | {
+    type: "results";
+    items: { id: number; title: string; snippet: string }[];
+    ref?: Ref;
+  }
+  | { type: "renamed"; id: number; title: string; ref?: Ref }
+  | {
+    type: "export";
+    id: number;
+    format: ExportFormat;
+    text: string;
+    ref?: Ref;
+  }
+  | {
+    type: "pong";
+    pid: number;
+    uptime: number;
+    version: string;
+    ref?: Ref;
+  };
+
+/** `{ref}` when there is one, else nothing: spread into an event, never `ref: undefined`. */
+export function refField(ref: Ref | undefined): { ref?: Ref } {
+  return ref === undefined ? {} : { ref };
+}
 
 /** Result of validating one parsed line: a command, an error answer, or nothing to do. */
 export type Parsed =
   | { ok: true; command: Command }
-  | { ok: false; message: string }
+  | { ok: false; message: string; ref?: Ref }
   | { ok: true; command: null };
-
-const KNOWN = new Set([
-  "ask",
-  "stop",
-  "new",
-  "list",
-  "open",
-  "search",
-  "delete",
-  "ping",
-]);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -100,60 +146,109 @@ function validLimit(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value > 0;
 }
 
+function validRef(value: unknown): value is Ref {
+  if (typeof value === "number") return Number.isSafeInteger(value);
+  if (typeof value !== "string") return false;
+  // Characters, not UTF-16 units: an emoji counts once.
+  if (value.length <= MAX_REF_CHARS) return true;
+  if (value.length > 2 * MAX_REF_CHARS) return false;
+  let count = 0;
+  for (const _ of value) if (++count > MAX_REF_CHARS) return false;
+  return true;
+}
+
+/** A title as stored: whitespace runs made single spaces, lone surrogates replaced; null when empty or too long. */
+export function cleanTitle(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  const title = value.trim().split(/\s+/).join(" ").toWellFormed();
+  const chars = Array.from(title).length;
+  return chars >= 1 && chars <= MAX_TITLE_CHARS ? title : null;
+}
+
+type Fields = Record<string, unknown>;
+type Body = { ok: true; command: Command | null } | {
+  ok: false;
+  message: string;
+};
+
+const fail = (message: string): Body => ({ ok: false, message });
+const run = (command: Command | null): Body => ({ ok: true, command });
+
+/** Text as the store keeps it (a lone surrogate becomes U+FFFD); null for blank text, which is ignored. */
+function question(value: Fields, make: (text: string) => Command): Body {
+  if (typeof value.text !== "string") return fail("bad text");
+  if (value.text.trim() === "") return run(null);
+  return run(make(value.text.toWellFormed()));
+}
+
+/** Each command's fields, checked; the error strings are the protocol's. */
+const SHAPES: Record<string, (value: Fields) => Body> = {
+  ask: (value) => question(value, (text) => ({ type: "ask", text })),
+  edit: (value) => question(value, (text) => ({ type: "edit", text })),
+  open: (value) =>
+    validId(value.id) ? run({ type: "open", id: value.id }) : fail("bad id"),
+  delete: (value) =>
+    validId(value.id) ? run({ type: "delete", id: value.id }) : fail("bad id"),
+  search: (value) => {
+    if (typeof value.q !== "string") return fail("bad query");
+    if (value.limit !== undefined && !validLimit(value.limit)) {
+      return fail("bad limit");
+    }
+    const limit = Math.min(value.limit ?? DEFAULT_SEARCH_LIMIT, MAX_LIMIT);
+    return run({ type: "search", q: value.q.toWellFormed(), limit });
+  },
+  list: (value) => {
+    if (value.limit === undefined) return run({ type: "list" });
+    if (!validLimit(value.limit)) return fail("bad limit");
+    return run({ type: "list", limit: Math.min(value.limit, MAX_LIMIT) });
+  },
+  new: (value) => {
+    if (value.private === undefined || value.private === false) {
+      return run({ type: "new" });
+    }
+    if (value.private !== true) return fail("bad private");
+    return run({ type: "new", private: true });
+  },
+  rename: (value) => {
+    if (!validId(value.id)) return fail("bad id");
+    const title = cleanTitle(value.title);
+    if (title === null) return fail("bad title");
+    return run({ type: "rename", id: value.id, title });
+  },
+  export: (value) => {
+    if (!validId(value.id)) return fail("bad id");
+    const format = value.format ?? "markdown";
+    if (format !== "markdown" && format !== "json") return fail("bad format");
+    return run({ type: "export", id: value.id, format });
+  },
+  retry: () => run({ type: "retry" }),
+  stop: () => run({ type: "stop" }),
+  ping: () => run({ type: "ping" }),
+};
+
 /** Validates a parsed JSON value as a command; the error strings are the protocol's. */
 export function parseCommand(value: unknown): Parsed {
-  if (!isRecord(value) || typeof value.type !== "string") {
-    return { ok: false, message: "bad command" };
+  if (!isRecord(value)) return { ok: false, message: "bad command" };
+  // A wrong ref is refused first: no answer could carry it.
+  if (value.ref !== undefined && !validRef(value.ref)) {
+    return { ok: false, message: "bad ref" };
   }
+  const ref = refField(value.ref as Ref | undefined);
   const type = value.type;
-  if (!KNOWN.has(type)) {
+  if (typeof type !== "string") {
+    return { ok: false, message: "bad command", ...ref };
+  }
+  // Own keys only: `constructor` or `__proto__` name no command.
+  const shape = Object.hasOwn(SHAPES, type) ? SHAPES[type] : undefined;
+  if (!shape) {
     // Cut by code point so the echo never splits a character in two.
     const shown = Array.from(type).slice(0, 64).join("");
-    return { ok: false, message: `unknown command ${shown}` };
+    return { ok: false, message: `unknown command ${shown}`, ...ref };
   }
-  switch (type) {
-    case "ask": {
-      if (typeof value.text !== "string") {
-        return { ok: false, message: "bad text" };
-      }
-      if (value.text.trim() === "") return { ok: true, command: null };
-      // SQLite stores a lone surrogate as U+FFFD: echo what will be kept.
-      return {
-        ok: true,
-        command: { type: "ask", text: value.text.toWellFormed() },
-      };
-    }
-    case "open":
-    case "delete": {
-      if (!validId(value.id)) return { ok: false, message: "bad id" };
-      return { ok: true, command: { type, id: value.id } };
-    }
-    case "search": {
-      if (typeof value.q !== "string") {
-        return { ok: false, message: "bad query" };
-      }
-      if (value.limit !== undefined && !validLimit(value.limit)) {
-        return { ok: false, message: "bad limit" };
-      }
-      const limit = Math.min(value.limit ?? DEFAULT_SEARCH_LIMIT, MAX_LIMIT);
-      return {
-        ok: true,
-        command: { type: "search", q: value.q.toWellFormed(), limit },
-      };
-    }
-    case "list": {
-      if (value.limit === undefined) {
-        return { ok: true, command: { type: "list" } };
-      }
-      if (!validLimit(value.limit)) return { ok: false, message: "bad limit" };
-      return {
-        ok: true,
-        command: { type: "list", limit: Math.min(value.limit, MAX_LIMIT) },
-      };
-    }
-    default:
-      return { ok: true, command: { type: type as "stop" | "new" | "ping" } };
-  }
+  const body = shape(value);
+  if (!body.ok) return { ...body, ...ref };
+  if (body.command === null) return { ok: true, command: null };
+  return { ok: true, command: { ...body.command, ...ref } };
 }
 
 /** Parses one inbound line (already split, without its newline). */

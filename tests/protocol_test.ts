@@ -103,8 +103,8 @@ Deno.test("list takes an optional positive limit", () => {
   });
 });
 
-Deno.test("stop, new and ping carry no fields", () => {
-  for (const type of ["stop", "new", "ping"]) {
+Deno.test("stop, new, retry and ping carry no fields", () => {
+  for (const type of ["stop", "new", "retry", "ping"]) {
     assert.deepEqual(parseCommand({ type, extra: 1 }), {
       ok: true,
       command: { type },
@@ -127,4 +127,132 @@ Deno.test("an unknown type is echoed cut at 64 characters, never inside one", ()
     !parsed.ok && parsed.message,
     `unknown command ${"😀".repeat(64)}`,
   );
+});
+
+Deno.test("ref: a string of at most 128 characters or a safe integer, on any command", () => {
+  for (
+    const ref of [
+      "",
+      "a",
+      "é".repeat(128),
+      "😀".repeat(128),
+      0,
+      -7,
+      2 ** 53 - 1,
+    ]
+  ) {
+    assert.deepEqual(parseCommand({ type: "ping", ref }), {
+      ok: true,
+      command: { type: "ping", ref },
+    }, String(ref));
+  }
+  for (
+    const ref of [
+      "x".repeat(129),
+      "😀".repeat(129),
+      0.5,
+      2 ** 53,
+      NaN,
+      null,
+      false,
+      {},
+      [],
+    ]
+  ) {
+    // Refused whatever the command, and never echoed.
+    for (
+      const value of [{ type: "ping", ref }, { type: "nope", ref }, { ref }]
+    ) {
+      assert.deepEqual(parseCommand(value), { ok: false, message: "bad ref" });
+    }
+  }
+});
+
+Deno.test("ref is echoed on every validation error it can be", () => {
+  assert.deepEqual(parseCommand({ type: "ask", text: 1, ref: "r" }), {
+    ok: false,
+    message: "bad text",
+    ref: "r",
+  });
+  assert.deepEqual(parseCommand({ type: "dance", ref: 4 }), {
+    ok: false,
+    message: "unknown command dance",
+    ref: 4,
+  });
+  assert.deepEqual(parseCommand({ ref: "r" }), {
+    ok: false,
+    message: "bad command",
+    ref: "r",
+  });
+  // A blank question is still ignored, ref or not.
+  assert.deepEqual(parseCommand({ type: "ask", text: " ", ref: "r" }), {
+    ok: true,
+    command: null,
+  });
+});
+
+Deno.test("retry, edit, rename, export and new private", () => {
+  assert.deepEqual(parseCommand({ type: "retry", ref: 1 }), {
+    ok: true,
+    command: { type: "retry", ref: 1 },
+  });
+  assert.deepEqual(parseCommand({ type: "edit", text: "a\ud800" }), {
+    ok: true,
+    command: { type: "edit", text: "a\ufffd" },
+  });
+  assert.deepEqual(parseCommand({ type: "edit" }), {
+    ok: false,
+    message: "bad text",
+  });
+  assert.deepEqual(parseCommand({ type: "edit", text: "\n" }), {
+    ok: true,
+    command: null,
+  });
+  assert.deepEqual(parseCommand({ type: "rename", id: 2, title: " A\t b " }), {
+    ok: true,
+    command: { type: "rename", id: 2, title: "A b" },
+  });
+  for (const title of ["", " ", "x".repeat(201), 3, null]) {
+    assert.deepEqual(parseCommand({ type: "rename", id: 2, title }), {
+      ok: false,
+      message: "bad title",
+    });
+  }
+  assert.deepEqual(parseCommand({ type: "rename", id: "2", title: "x" }), {
+    ok: false,
+    message: "bad id",
+  });
+  assert.deepEqual(parseCommand({ type: "export", id: 2 }), {
+    ok: true,
+    command: { type: "export", id: 2, format: "markdown" },
+  });
+  assert.deepEqual(parseCommand({ type: "export", id: 2, format: "json" }), {
+    ok: true,
+    command: { type: "export", id: 2, format: "json" },
+  });
+  assert.deepEqual(parseCommand({ type: "export", id: 2, format: "html" }), {
+    ok: false,
+    message: "bad format",
+  });
+  assert.deepEqual(parseCommand({ type: "new", private: true }), {
+    ok: true,
+    command: { type: "new", private: true },
+  });
+  assert.deepEqual(parseCommand({ type: "new", private: false }), {
+    ok: true,
+    command: { type: "new" },
+  });
+  assert.deepEqual(parseCommand({ type: "new", private: 1 }), {
+    ok: false,
+    message: "bad private",
+  });
+});
+
+Deno.test("an inherited property name is no command", () => {
+  for (const type of ["constructor", "__proto__", "toString"]) {
+    assert.deepEqual(parseCommand({ type }), {
+      ok: false,
+      message: `unknown command ${type}`,
+    });
+  }
 });

@@ -5,12 +5,15 @@
 import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
 import { AssistantError } from "../errors.ts";
 import { describeSafely, log } from "../log.ts";
+import type { ModelChoice } from "../llm/client.ts";
 import { type ModelSource, runReply, type TurnConfig } from "./reply.ts";
 import {
   type Command,
   DEFAULT_LIST_LIMIT,
   type Event,
   type PendingView,
+  type Ref,
+  refField,
   type State,
   type TurnView,
 } from "../protocol.ts";
@@ -18,6 +21,8 @@ import type { SearchHit, Store, StoredTurn } from "../store/store.ts";
 import { runTool, type ToolOutcome } from "../tools/runner.ts";
 
 import { type ToolDef, toolSchemas } from "../tools/load.ts";
+import { exportText } from "./export.ts";
+import { Titler } from "./title.ts";
 
 export type { ModelSource, TurnConfig } from "./reply.ts";
 
@@ -30,7 +35,8 @@ export interface Searcher {
 export interface AssistantOptions {
   store: Store;
   llm: ModelSource;
-  config: TurnConfig;
+  /** `auto_title` absent is off. */
+  config: TurnConfig & { auto_title?: boolean };
   tools: readonly ToolDef[];
   emit: (event: Event) => void;
   searcher?: Searcher;
@@ -45,6 +51,15 @@ interface Conversation {
   id: number | null;
   turns: TurnView[];
   messages: ChatMessage[][];
+  /** In memory only: never saved, listed or searched; gone once not current. */
+  private: boolean;
+}
+
+/** What starts a turn: `ask`, or `retry` and `edit`, which replace the last turn. */
+interface TurnStart {
+  text: string;
+  replaces: boolean;
+  ref: Ref | undefined;
 }
 
 interface Reply {
@@ -53,12 +68,17 @@ interface Reply {
   controller: AbortController;
   pending: PendingView;
   finished: Promise<void>;
+  replaces: boolean;
+  /** The ref of the command that started it, echoed on `user`, `done` and `error`. */
+  ref: Ref | undefined;
+  /** The model it used, once known: a title asks the same one. */
+  model: ModelChoice | null;
 }
 
 const startedAt = performance.now();
 
-function emptyConversation(): Conversation {
-  return { id: null, turns: [], messages: [] };
+function emptyConversation(isPrivate = false): Conversation {
+  return { id: null, turns: [], messages: [], private: isPrivate };
 }
 
 /** The daemon's state and its reply loop; implements the server's `Brain`. */
@@ -75,12 +95,20 @@ export class Assistant implements Disposable {
   #ctxUsed: number | null = null;
   #ctxMax: number | null = null;
   #shutdown = new AbortController();
+  #titles: Titler;
 
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
     this.#options = options;
     this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
     this.#schemas = toolSchemas([...options.tools]);
+    this.#titles = new Titler({
+      llm: options.llm,
+      request: options.config.request,
+      save: (id, title) => options.store.rename(id, title),
+      emit: (event) => this.#emit(event),
+      busy: () => this.#reply !== null,
+    });
   }
 
   /** The `hello` for a client that just connected. */
@@ -98,39 +126,64 @@ export class Assistant implements Disposable {
       id: this.#current.id,
       turns: this.#current.turns,
       pending,
+      ...(this.#current.private ? { private: true as const } : {}),
     };
   }
 
-  /** Runs one command and resolves to the answer for the asker, if any. */
+  /**
+   * Runs one command and resolves to the answer for the asker, if any; the
+   * answer carries the command's `ref`. Events about the shared state go to
+   * every client through `emit`, those a command caused with its `ref` too.
+   */
   async handle(command: Command): Promise<Event | null> {
+    const answer = await this.#dispatch(command);
+    return answer && { ...answer, ...refField(command.ref) };
+  }
+
+  async #dispatch(command: Command): Promise<Event | null> {
+    const { ref } = command;
+    const store = this.#options.store;
     switch (command.type) {
       case "ask":
-        this.#ask(command.text);
+        this.#startTurn({ text: command.text, replaces: false, ref });
+        return null;
+      case "retry":
+      case "edit":
+        this.#retry(command.type === "edit" ? command.text : null, ref);
         return null;
       case "stop":
         this.#stop();
         return null;
       case "new":
-        this.#setCurrent(emptyConversation());
+        this.#setCurrent(emptyConversation(command.private === true), ref);
         return null;
       case "list":
         return {
           type: "conversations",
-          items: this.#options.store.list(command.limit ?? DEFAULT_LIST_LIMIT),
+          items: store.list(command.limit ?? DEFAULT_LIST_LIMIT),
         };
       case "open": {
-        const opened = this.#options.store.open(command.id);
+        const opened = store.open(command.id);
         if (!opened) throw new AssistantError("no such conversation");
-        this.#setCurrent(opened);
+        this.#setCurrent({ ...opened, private: false }, ref);
         return null;
       }
       case "search": {
-        const searcher = this.#options.searcher ?? this.#options.store;
+        const searcher = this.#options.searcher ?? store;
         const items = await searcher.search(command.q, command.limit);
         return { type: "results", items };
       }
       case "delete":
         return this.#delete(command.id);
+      case "rename":
+        this.#rename(command.id, command.title, ref);
+        return null;
+      case "export": {
+        const record = store.record(command.id);
+        if (!record) throw new AssistantError("no such conversation");
+        const { id, format } = command;
+        return { type: "export", id, format, text: exportText(record, format) };
+      }
       case "ping":
         return {
           type: "pong",
@@ -151,15 +204,17 @@ export class Assistant implements Disposable {
     return this.#reply !== null;
   }
 
-  /** Resolves once no reply is in flight (shutdown and tests). */
+  /** Resolves once no reply and no title request is in flight (shutdown and tests). */
   async settled(): Promise<void> {
     while (this.#reply) await this.#reply.finished;
+    await this.#titles.settled();
   }
 
-  /** Ends the reply in flight as stopped and kills running tools: for shutdown. */
+  /** Ends the reply in flight as stopped, kills running tools and drops title requests: for shutdown. */
   shutdown(): void {
     this.#stop();
     this.#shutdown.abort();
+    this.#titles[Symbol.dispose]();
   }
 
   /** Same as `shutdown`. */
@@ -179,12 +234,20 @@ export class Assistant implements Disposable {
     );
   }
 
-  #setCurrent(conversation: Conversation): void {
+  #setCurrent(conversation: Conversation, ref?: Ref): void {
+    const previous = this.#current;
+    // A private conversation is gone once another one is current, and so is
+    // its reply, as a deleted conversation's is.
+    if (previous.private && this.#reply?.conversation === previous) {
+      this.#stop();
+    }
     this.#current = conversation;
     this.#emit({
       type: "conversation",
       id: conversation.id,
       turns: conversation.turns,
+      ...(conversation.private ? { private: true as const } : {}),
+      ...refField(ref),
     });
   }
 
@@ -192,8 +255,26 @@ export class Assistant implements Disposable {
     const store = this.#options.store;
     if (this.#reply?.conversation.id === id) this.#stop();
     if (!store.delete(id)) throw new AssistantError("no such conversation");
+    this.#titles.cancel(id);
     if (this.#current.id === id) this.#setCurrent(emptyConversation());
     return { type: "conversations", items: store.list(DEFAULT_LIST_LIMIT) };
+  }
+
+  #rename(id: number, title: string, ref: Ref | undefined): void {
+    if (!this.#options.store.rename(id, title)) {
+      throw new AssistantError("no such conversation");
+    }
+    // The user's title wins over one the model is still writing.
+    this.#titles.cancel(id);
+    log.info("conversation renamed", { conv: id, chars: title.length });
+    this.#emit({ type: "renamed", id, title, ...refField(ref) });
+  }
+
+  /** `retry` (text null: the last question again) and `edit`. */
+  #retry(text: string | null, ref: Ref | undefined): void {
+    const last = this.#current.turns.at(-1);
+    if (!last) throw new AssistantError("nothing to retry");
+    this.#startTurn({ text: text ?? last.user, replaces: true, ref });
   }
 
   #stop(): void {
@@ -203,23 +284,46 @@ export class Assistant implements Disposable {
     this.#reply = null;
     reply.controller.abort();
     log.info("reply stopped", { conv: reply.conversation.id, gen: reply.gen });
-    this.#emit({ type: "done", id: reply.conversation.id, stopped: true });
+    this.#emit({
+      type: "done",
+      id: reply.conversation.id,
+      stopped: true,
+      ...refField(reply.ref),
+    });
     this.#setState("idle");
+    this.#titles.resume();
   }
 
-  #ask(text: string): void {
+  #startTurn(start: TurnStart): void {
     if (this.#reply) this.#stop();
+    // A title request never holds up a question: it waits for the next pause.
+    this.#titles.pause();
     const gen = ++this.#gen;
     const { promise: finished, resolve } = Promise.withResolvers<void>();
+    const replaces = start.replaces ? { replaces: true as const } : {};
     const reply: Reply = {
       gen,
       conversation: this.#current,
       controller: new AbortController(),
-      pending: { user: text, reply: "", think: "", tools: [] },
+      pending: {
+        user: start.text,
+        reply: "",
+        think: "",
+        tools: [],
+        ...replaces,
+      },
       finished,
+      replaces: start.replaces,
+      ref: start.ref,
+      model: null,
     };
     this.#reply = reply;
-    this.#emit({ type: "user", text });
+    this.#emit({
+      type: "user",
+      text: start.text,
+      ...replaces,
+      ...refField(start.ref),
+    });
     this.#setState("thinking");
     this.#run(reply).finally(resolve);
   }
@@ -242,12 +346,16 @@ export class Assistant implements Disposable {
         runTool: (call) => this.#runTool(call),
         signal,
         now: this.#options.now?.() ?? new Date(),
-        history: reply.conversation.messages,
+        // A retry is asked as if the turn it replaces had not been.
+        history: reply.replaces
+          ? reply.conversation.messages.slice(0, -1)
+          : reply.conversation.messages,
         pending: reply.pending,
         stale: () => this.#stale(reply),
         emit: (event) => this.#emit(event),
         setState: (state, tool) => this.#setState(state, tool ?? null),
         onModel: (model) => {
+          reply.model = model;
           this.#model = model.id;
           // Another model's size would be wrong: unknown is null.
           this.#ctxMax = model.nCtx;
@@ -259,26 +367,48 @@ export class Assistant implements Disposable {
       if (result === null || this.#stale(reply)) return;
       const { messages, tools } = result;
       const conversation = reply.conversation;
-      const id = this.#save(conversation, {
+      const first = conversation.id === null && conversation.turns.length === 0;
+      const turn = {
         user: reply.pending.user,
         reply: reply.pending.reply,
         tools,
         messages,
-      });
-      this.#remember(conversation, id, reply.pending, tools, messages);
+      };
+      const { id, title } = this.#save(conversation, turn, reply.replaces);
+      this.#remember(conversation, id, turn, reply.replaces);
       this.#reply = null;
       log.info("reply done", {
         conv: id,
         gen: reply.gen,
         reply_bytes: reply.pending.reply.length,
         tools: tools.length,
+        replaced: reply.replaces,
         ms: Math.round(performance.now() - started),
       });
-      this.#emit({ type: "done", id, stopped: false });
+      this.#emit({
+        type: "done",
+        id,
+        stopped: false,
+        ...(reply.replaces ? { replaces: true as const } : {}),
+        ...refField(reply.ref),
+      });
+      if (id !== null && title !== null) {
+        this.#emit({ type: "renamed", id, title });
+      }
       if (this.#ctxUsed !== null) {
         this.#emit({ type: "ctx", used: this.#ctxUsed, max: this.#ctxMax });
       }
       this.#setState("idle");
+      if (
+        first && id !== null && reply.model && this.#options.config.auto_title
+      ) {
+        this.#titles.request(id, {
+          question: turn.user,
+          reply: turn.reply,
+          model: reply.model,
+        });
+      }
+      this.#titles.resume();
     } catch (error) {
       if (this.#stale(reply)) return;
       this.#reply = null;
@@ -294,14 +424,35 @@ export class Assistant implements Disposable {
         ? describeSafely(error)
         : errorName(error);
       log.warn("reply failed", { gen: reply.gen, error: reason });
-      this.#emit({ type: "error", message, turn: true });
+      this.#emit({
+        type: "error",
+        message,
+        turn: true,
+        ...refField(reply.ref),
+      });
       this.#setState("idle");
+      this.#titles.resume();
     }
   }
 
-  #save(conversation: Conversation, turn: StoredTurn): number {
+  /**
+   * Saves a finished turn (a private conversation's stays in memory: id
+   * null); `title` is the conversation's new title when replacing its first
+   * turn changed it.
+   */
+  #save(
+    conversation: Conversation,
+    turn: StoredTurn,
+    replaces: boolean,
+  ): { id: number | null; title: string | null } {
+    if (conversation.private) return { id: null, title: null };
+    const store = this.#options.store;
     try {
-      return this.#options.store.saveTurn(conversation.id, turn);
+      if (replaces && conversation.id !== null) {
+        const title = store.replaceLastTurn(conversation.id, turn);
+        return { id: conversation.id, title };
+      }
+      return { id: store.saveTurn(conversation.id, turn), title: null };
     } catch (error) {
       if (error instanceof AssistantError) throw error;
       throw new AssistantError("could not save the reply", { cause: error });
@@ -321,23 +472,31 @@ export class Assistant implements Disposable {
 
   #remember(
     conversation: Conversation,
-    id: number,
-    pending: PendingView,
-    tools: string[],
-    messages: ChatMessage[],
+    id: number | null,
+    turn: StoredTurn,
+    replaces: boolean,
   ): void {
-    const turn: TurnView = { user: pending.user, reply: pending.reply, tools };
+    const view: TurnView = {
+      user: turn.user,
+      reply: turn.reply,
+      tools: turn.tools,
+    };
     const targets = new Set([conversation]);
     // The same conversation may have been reopened meanwhile as a new object.
     if (
-      this.#current.id !== null && this.#current.id === (conversation.id ?? id)
+      id !== null && this.#current.id === id && !this.#current.private
     ) {
       targets.add(this.#current);
     }
     for (const target of targets) {
       target.id = id;
-      target.turns.push(turn);
-      target.messages.push(messages);
+      if (replaces && target.turns.length > 0) {
+        target.turns[target.turns.length - 1] = view;
+        target.messages[target.messages.length - 1] = turn.messages;
+      } else {
+        target.turns.push(view);
+        target.messages.push(turn.messages);
+      }
     }
   }
 }

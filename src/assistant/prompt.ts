@@ -23,7 +23,8 @@ export function stampQuestion(text: string, now: Date): string {
   return `[${localStamp(now)}] ${text}`;
 }
 
-function localStamp(now: Date): string {
+/** `YYYY-MM-DD HH:MM UTC+hh:mm` in the daemon's time zone. */
+export function localStamp(now: Date): string {
   const pad = (n: number) => String(n).padStart(2, "0");
   const offset = -now.getTimezoneOffset();
   const sign = offset >= 0 ? "+" : "-";

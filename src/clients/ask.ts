@@ -1,12 +1,14 @@
 /**
  * `main.ts ask "question"`: one answer on stdout for scripts. Only the
- * events of this client's own turn count: it starts with the `user` echo
- * that follows the `ask` and ends at the next `done` or turn `error`.
+ * events of this client's own turn count: the `ask` carries a fresh ref, and
+ * the turn runs from the `user` echo with that ref to the `done` or turn
+ * `error` with it. Another client's turn, even with the same question, is
+ * never taken for this one.
  */
 import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
-import type { Event } from "../protocol.ts";
+import type { Event, Ref } from "../protocol.ts";
 import { writeAll, type Writer } from "../write_all.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
@@ -147,15 +149,10 @@ export async function runAsk(
 
   const dim = options.dimStderr ??
     (Deno.stderr.isTerminal() && !Deno.noColor);
-  const turn = new TurnPrinter(
-    stdout,
-    stderr,
-    parsed,
-    dim,
-    question.toWellFormed(),
-  );
+  const ref = client.nextRef();
+  const turn = new TurnPrinter(stdout, stderr, parsed, dim, ref);
   try {
-    await client.send({ type: "ask", text: question });
+    await client.send({ type: "ask", text: question, ref });
   } catch (error) {
     if (!(error instanceof AssistantError)) throw error;
     await writeAll(stderr, `${error.message}\n`);
@@ -203,22 +200,26 @@ class TurnPrinter {
     readonly stderr: Writer,
     readonly args: AskArgs,
     readonly dim: boolean,
-    /** The question as the daemon echoes it. */
-    readonly question: string,
+    /** The ref our `ask` carries, and so its answers and turn. */
+    readonly ref: Ref,
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
   async take(event: Event): Promise<number | null> {
+    const ours = "ref" in event && event.ref === this.ref;
     if (!this.#started) {
-      // Only our own commands answer with an error that has no `turn`.
-      if (event.type === "error" && event.turn !== true) {
+      // Another client's turn can be under way before ours starts; its
+      // events (and the stop our ask gives it) are not ours.
+      if (!ours) return null;
+      if (event.type === "error") {
         await writeAll(this.stderr, `${event.message}\n`);
         return ASK_EXIT.failed;
       }
-      // Another client's question can be echoed between our `hello` and
-      // ours; its reply (and the stop our ask gives it) is not ours.
-      if (event.type !== "user" || event.text !== this.question) return null;
+      if (event.type !== "user") return null;
       this.#started = true;
+    } else if ((event.type === "done" || event.type === "error") && !ours) {
+      // Ours ends with its own ref; nothing else can end it.
+      return null;
     }
     if (this.args.json) {
       await writeAll(this.stdout, JSON.stringify(event) + "\n");

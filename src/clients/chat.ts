@@ -4,7 +4,7 @@
  * at a time, each once the one before has been answered. `chat-launch`
  * re-runs it with exactly the grants the socket needs.
  */
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
@@ -38,7 +38,7 @@ export interface ChatOptions {
   signals?: boolean;
 }
 
-const USAGE = "usage: main.ts chat [--no-think]";
+const USAGE = "usage: main.ts chat [--no-think] [--export-dir DIR]";
 const PROMPT_PLAIN = "> ";
 const PROMPT_COLOR = "\x1b[1m>\x1b[0m ";
 const MAX_INPUT_LINE = 1024 * 1024;
@@ -69,14 +69,29 @@ function terminalColumns(): number {
   }
 }
 
-/** Parses chat's arguments: `{ think }`; TypeError naming an unknown one. */
-export function parseChatArgs(args: string[]): { think: boolean } {
-  let think = true;
-  for (const arg of args) {
-    if (arg === "--no-think") think = false;
-    else throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
+/** The parsed arguments of `chat`. */
+export interface ChatArgs {
+  think: boolean;
+  /** Where `/export N file` writes (as given; relative to where chat starts). */
+  exportDir: string | null;
+}
+
+/** Parses chat's arguments; TypeError naming an unknown one. */
+export function parseChatArgs(args: string[]): ChatArgs {
+  const parsed: ChatArgs = { think: true, exportDir: null };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--no-think") {
+      parsed.think = false;
+    } else if (arg === "--export-dir" || arg.startsWith("--export-dir=")) {
+      const dir = arg === "--export-dir" ? args[++i] : arg.slice(13);
+      if (!dir) throw new TypeError(`--export-dir needs a directory: ${USAGE}`);
+      parsed.exportDir = dir;
+    } else {
+      throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
+    }
   }
-  return { think };
+  return parsed;
 }
 
 /** Runs the interactive client; resolves to the exit code: 0 on /quit, Ctrl-D or end of input, 2 when no daemon answers or it goes away, 130 on Ctrl-C at the prompt. */
@@ -86,8 +101,9 @@ export async function runChat(
 ): Promise<number> {
   const err = options.writeError ?? writeStderr;
   let think: boolean;
+  let exportDir: string | null;
   try {
-    ({ think } = parseChatArgs(args));
+    ({ think, exportDir } = parseChatArgs(args));
   } catch (error) {
     err(`${(error as Error).message}\n`);
     return CHAT_EXIT.usage;
@@ -110,6 +126,7 @@ export async function runChat(
     err,
     prompt: colors ? PROMPT_COLOR : PROMPT_PLAIN,
     columns: options.columns ?? terminalColumns,
+    exportDir: exportDir === null ? null : resolve(exportDir),
   });
   using _signals = options.signals === false ? null : onSigint(session);
 
@@ -187,12 +204,45 @@ function onSigint(session: ChatSession): Disposable {
   };
 }
 
-/** The command that runs `chat` with exactly the socket's grants. */
+/** The directory `deno task chat` was started from (deno runs tasks in the project's). */
+function startDir(env?: Env): string {
+  try {
+    return (env ?? ((name) => Deno.env.get(name)))("INIT_CWD") ?? Deno.cwd();
+  } catch {
+    // No grant for INIT_CWD: the working directory is the next best guess.
+    return Deno.cwd();
+  }
+}
+
+/**
+ * The command that runs `chat` with exactly the socket's grants, and with
+ * `--export-dir DIR` writing in that one directory too (made absolute
+ * against the directory chat was started from).
+ */
 export function chatCommand(
   args: string[],
   env?: Env,
 ): { command: string; args: string[]; cwd: string } {
   const socket = clientSocketPath(env);
+  const { exportDir } = parseChatArgs(args);
+  let chatArgs = args;
+  let writeFlags: string[] = [];
+  if (exportDir !== null) {
+    const dir = resolve(startDir(env), exportDir);
+    if (dir.includes(",")) {
+      throw new AssistantError(
+        `The export directory ${dir} contains a comma, which a Deno permission list cannot express: choose another`,
+      );
+    }
+    writeFlags = [`--allow-write=${dir}`];
+    chatArgs = [
+      ...args.filter((arg, i) =>
+        arg !== "--export-dir" && args[i - 1] !== "--export-dir" &&
+        !arg.startsWith("--export-dir=")
+      ),
+      `--export-dir=${dir}`,
+    ];
+  }
   const main = fileURLToPath(new URL("../../main.ts", import.meta.url));
   // `--allow-run=deno` grants the PATH's deno by name, not Deno.execPath().
   const self = Deno.execPath();
@@ -204,9 +254,10 @@ export function chatCommand(
       "--quiet",
       "--no-prompt",
       ...clientFlags(socket),
+      ...writeFlags,
       main,
       "chat",
-      ...args,
+      ...chatArgs,
     ],
     cwd: dirname(main),
   };
@@ -221,6 +272,10 @@ export async function launchChat(
   try {
     command = chatCommand(args, options.env);
   } catch (error) {
+    if (error instanceof TypeError) {
+      writeStderr(`${error.message}\n`);
+      return CHAT_EXIT.usage;
+    }
     if (!(error instanceof AssistantError)) throw error;
     writeStderr(`${error.message}\n`);
     return CHAT_EXIT.noDaemon;

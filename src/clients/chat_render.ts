@@ -52,6 +52,8 @@ export class Renderer {
   #section: Section = "none";
   #atLineStart = true;
   #toolOpen: string | null = null;
+  /** The turn streaming is a retry or an edit: a stop leaves the last turn. */
+  #replacing = false;
 
   /** Creates a renderer. */
   constructor(options: RendererOptions) {
@@ -69,7 +71,7 @@ export class Renderer {
     let out = this.#line(
       this.#style("dim", `desktop-assistant${model} · /help for commands`),
     );
-    out += this.#conversationBody(event.id, event.turns);
+    out += this.#conversationBody(event.id, event.turns, event.private);
     if (event.pending) out += this.#pending(event.pending, event.state);
     return out;
   }
@@ -78,7 +80,8 @@ export class Renderer {
   event(event: Event, list: ListContext = null): string {
     switch (event.type) {
       case "user":
-        return this.#endSection() + this.user(event.text);
+        this.#replacing = event.replaces === true;
+        return this.#endSection() + this.user(event.text, this.#replacing);
       case "think":
         return this.#think(event.delta);
       case "token":
@@ -87,8 +90,12 @@ export class Renderer {
         return this.#tool(event.name, event.done);
       case "done": {
         let out = this.#endSection();
-        if (event.stopped) out += this.#line(this.#style("dim", "[stopped]"));
+        if (event.stopped) {
+          const kept = this.#replacing ? ": the last turn stays" : "";
+          out += this.#line(this.#style("dim", `[stopped${kept}]`));
+        }
         this.#section = "none";
+        this.#replacing = false;
         return out + this.#write("\n");
       }
       case "error":
@@ -98,7 +105,16 @@ export class Renderer {
       case "results":
         return this.#endSection() + this.#results(event.items);
       case "conversation":
-        return this.#endSection() + this.#conversation(event.id, event.turns);
+        return this.#endSection() +
+          this.#conversation(event.id, event.turns, event.private);
+      case "renamed":
+        return this.#endSection() +
+          this.#line(
+            this.#style(
+              "dim",
+              `#${event.id} is now called "${oneLine(event.title)}"`,
+            ),
+          );
       case "hello":
         return this.#endSection() + this.hello(event);
       default:
@@ -106,12 +122,22 @@ export class Renderer {
     }
   }
 
-  /** A question, as the prompt showed it. */
-  user(text: string): string {
+  /** A question, as the prompt showed it; a retry or an edit says that it replaces the last turn. */
+  user(text: string, replaces = false): string {
     const [first = "", ...rest] = sanitize(text).split("\n");
     const more = rest.map((line) => `\n  ${line}`).join("");
     this.#section = "none";
-    return this.#line(this.#style("bold", `> ${first}${more}`));
+    const note = replaces
+      ? " " + this.#style("dim", "(replaces the last turn)")
+      : "";
+    return this.#line(this.#style("bold", `> ${first}${more}`) + note);
+  }
+
+  /** Text shown as it is (an export), control characters removed, on lines of its own. */
+  block(text: string): string {
+    const body = sanitize(text);
+    return this.#endSection() +
+      this.#write(body.endsWith("\n") ? body : `${body}\n`);
   }
 
   /** A line in red. */
@@ -130,7 +156,8 @@ export class Renderer {
   }
 
   #pending(pending: PendingView, state: string): string {
-    let out = this.user(pending.user);
+    this.#replacing = pending.replaces === true;
+    let out = this.user(pending.user, this.#replacing);
     if (pending.think !== "") out += this.#think(pending.think);
     pending.tools.forEach((name, index) => {
       const running = state === "tool" && index === pending.tools.length - 1;
@@ -187,32 +214,34 @@ export class Renderer {
     return this.endLine();
   }
 
-  #conversation(id: number | null, turns: TurnView[]): string {
+  #conversation(
+    id: number | null,
+    turns: TurnView[],
+    isPrivate: boolean | undefined,
+  ): string {
     const clear = this.#options.clearOnSwitch ? "\x1b[H\x1b[2J\x1b[3J" : "";
     if (clear) this.#atLineStart = true;
-    return clear + this.#conversationBody(id, turns, true);
+    return clear + this.#conversationBody(id, turns, isPrivate, true);
   }
 
   #conversationBody(
     id: number | null,
     turns: TurnView[],
+    isPrivate: boolean | undefined,
     announce = false,
   ): string {
-    let out = "";
-    if (id === null) {
-      if (announce) {
-        out += this.#line(this.#style("dim", "── new conversation ──"));
-      }
-      return out;
+    const count = `${turns.length} turn${turns.length === 1 ? "" : "s"}`;
+    let header: string | null = null;
+    if (isPrivate) {
+      header = `── private conversation · not saved${
+        turns.length > 0 ? ` · ${count}` : ""
+      } ──`;
+    } else if (id !== null) {
+      header = `── conversation #${id} · ${count} ──`;
+    } else if (announce) {
+      header = "── new conversation ──";
     }
-    out += this.#line(
-      this.#style(
-        "dim",
-        `── conversation #${id} · ${turns.length} turn${
-          turns.length === 1 ? "" : "s"
-        } ──`,
-      ),
-    );
+    let out = header === null ? "" : this.#line(this.#style("dim", header));
     for (const turn of turns) {
       out += this.user(turn.user);
       if (turn.tools.length > 0) {
@@ -282,6 +311,10 @@ export class Renderer {
     }
     return text;
   }
+}
+
+function oneLine(text: string): string {
+  return sanitize(text).replace(/\s+/g, " ").trim();
 }
 
 /** The name a person knows a model by: a file path's last part without `.gguf`. */

@@ -1,13 +1,15 @@
 /**
  * One chat on one connection: pairs the daemon's answers with the commands
- * sent, draws events through the renderer, and keeps the prompt on screen
- * exactly while a new line can be taken (idle, nothing awaited).
+ * sent (each carries a ref of its own), draws events through the renderer,
+ * and keeps the prompt on screen exactly while a new line can be taken
+ * (idle, nothing awaited).
  */
+import { isAbsolute, join } from "node:path";
 import type { ListContext, Renderer } from "./chat_render.ts";
 import { type DaemonClient, START_HINT } from "./client.ts";
 import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
-import type { Command, Event, State } from "../protocol.ts";
+import type { Command, Event, Ref, State } from "../protocol.ts";
 
 /** Exit codes of `chat`. */
 export const CHAT_EXIT = Object.freeze({
@@ -19,22 +21,36 @@ export const CHAT_EXIT = Object.freeze({
 });
 
 const HELP = [
-  "/new            start a new conversation",
-  "/list [N]       the N most recent conversations (default 20)",
-  "/open N         open conversation N",
-  "/search words   search every conversation",
-  "/delete N       delete conversation N",
-  "/help           this help; /quit leaves",
+  "/new              start a new conversation",
+  "/private          start a private conversation: kept in memory only, never saved",
+  "/list [N]         the N most recent conversations (default 20)",
+  "/open N           open conversation N",
+  "/search words     search every conversation",
+  "/retry            ask the last question again; the new reply replaces the last turn",
+  "/edit [question]  change the last question (alone: puts it on the line to edit)",
+  "/rename N title   give conversation N a title",
+  "/export N [file]  show conversation N as Markdown, or write it to a new file (.json: JSON)",
+  "/delete N         delete conversation N",
+  "/help             this help; /quit leaves",
   "Anything else is a question (start it with // to begin with a /).",
-  "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves.",
+  "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
 ].join("\n");
 const LIST_LIMIT = 20;
 const SEARCH_LIMIT = 20;
 
 type Awaiting =
-  | { kind: "list" | "search" | "open" | "new" }
-  | { kind: "ask"; text: string }
-  | { kind: "delete"; id: number };
+  & (
+    | { kind: "list" | "search" | "open" | "new" | "rename" | "turn" }
+    | { kind: "delete"; id: number }
+    | { kind: "export"; file: string | null }
+  )
+  & { ref: Ref };
+
+/** Writes an exported conversation to a new file. */
+export type WriteFile = (path: string, text: string) => Promise<void>;
+
+const writeNewFile: WriteFile = (path, text) =>
+  Deno.writeTextFile(path, text, { createNew: true });
 
 /** What a {@link ChatSession} draws with and talks to. */
 export interface ChatSessionOptions {
@@ -51,6 +67,10 @@ export interface ChatSessionOptions {
   prompt: string;
   /** Terminal width, read at each redraw. */
   columns: () => number;
+  /** Where `/export N file` puts a relative file; default the working directory. */
+  exportDir?: string | null;
+  /** Writes an export; default a new file (never over an existing one). */
+  writeFile?: WriteFile;
 }
 
 /** One chat on one connection: what is shown, what is awaited, when the prompt is back. */
@@ -59,6 +79,12 @@ export class ChatSession {
   #awaiting: Awaiting[] = [];
   #promptShown = false;
   #ended = false;
+  /** The current conversation's last stored question, for `/edit`. */
+  #lastQuestion: string | null;
+  /** The question of the turn streaming now. */
+  #turnQuestion: string | null = null;
+  /** The line holds a question being edited: Enter sends `edit`. */
+  #editing = false;
   #ready = Promise.withResolvers<void>();
   readonly #exit = Promise.withResolvers<number>();
 
@@ -69,6 +95,8 @@ export class ChatSession {
   readonly err: (text: string) => void;
   readonly prompt: string;
   readonly columns: () => number;
+  readonly exportDir: string | null;
+  readonly writeFile: WriteFile;
 
   /** Draws the greeting (and the prompt, when ready). */
   constructor(options: ChatSessionOptions) {
@@ -81,7 +109,11 @@ export class ChatSession {
       prompt: this.prompt,
       columns: this.columns,
     } = options);
+    this.exportDir = options.exportDir ?? null;
+    this.writeFile = options.writeFile ?? writeNewFile;
     this.#state = this.client.hello.state;
+    this.#lastQuestion = this.client.hello.turns.at(-1)?.user ?? null;
+    this.#turnQuestion = this.client.hello.pending?.user ?? null;
     this.#print(this.renderer.hello(this.client.hello));
     this.#refresh();
   }
@@ -123,42 +155,66 @@ export class ChatSession {
     this.finish(CHAT_EXIT.noDaemon, `The daemon went away; ${START_HINT}`);
   }
 
-  /** One event from the daemon: pairs answers with commands, draws, refreshes the prompt. */
+  /** One event from the daemon: pairs answers with commands by ref, draws, refreshes the prompt. */
   onEvent(event: Event): void {
     if (this.#ended) return;
     let list: ListContext = null;
-    const head = this.#awaiting[0];
-    const answers = (...kinds: Awaiting["kind"][]) =>
-      head !== undefined && kinds.includes(head.kind);
+    const mine = "ref" in event && event.ref !== undefined
+      ? this.#awaiting.find((item) => item.ref === event.ref)
+      : undefined;
+    // What answers a command of ours ends the wait for it; an export ends
+    // once its file is written.
+    if (mine && !(event.type === "export" && mine.kind === "export")) {
+      this.#awaiting.splice(this.#awaiting.indexOf(mine), 1);
+    }
     switch (event.type) {
       case "user":
-        // Another client's question can come between ours and its echo.
-        if (head?.kind === "ask" && head.text === event.text) {
-          this.#awaiting.shift();
-        }
         this.#state = "thinking";
+        this.#turnQuestion = event.text;
+        break;
+      case "done":
+        if (!event.stopped && this.#turnQuestion !== null) {
+          this.#lastQuestion = this.#turnQuestion;
+        }
         break;
       case "state":
         this.#state = event.state;
         break;
       case "conversations":
-        if (answers("list", "delete")) {
-          this.#awaiting.shift();
-          if (head?.kind === "delete") list = { deleted: head.id };
-        }
-        break;
-      case "results":
-        if (answers("search")) this.#awaiting.shift();
+        if (mine?.kind === "delete") list = { deleted: mine.id };
         break;
       case "conversation":
-        if (answers("open", "new")) this.#awaiting.shift();
+        this.#lastQuestion = event.turns.at(-1)?.user ?? null;
         break;
-      case "error":
-        if (event.turn !== true && head !== undefined) this.#awaiting.shift();
+      case "export":
+        if (mine?.kind === "export") this.#exported(event, mine);
         break;
     }
     this.#print(this.renderer.event(event, list));
     this.#refresh();
+  }
+
+  /** Shows an export of ours, or writes it to its file. */
+  #exported(
+    event: Extract<Event, { type: "export" }>,
+    item: Awaiting & { kind: "export" },
+  ): void {
+    const done = () => {
+      this.#awaiting.splice(this.#awaiting.indexOf(item), 1);
+      this.#refresh();
+    };
+    if (item.file === null) {
+      this.#print(this.renderer.block(event.text));
+      done();
+      return;
+    }
+    const path = isAbsolute(item.file)
+      ? item.file
+      : join(this.exportDir ?? Deno.cwd(), item.file);
+    this.writeFile(path, event.text).then(
+      () => this.#print(this.renderer.info(`wrote #${event.id} to ${path}`)),
+      (error) => this.#print(this.renderer.error(writeProblem(path, error))),
+    ).finally(done);
   }
 
   /** A key from the raw-mode terminal. */
@@ -189,19 +245,28 @@ export class ChatSession {
     }
   }
 
-  /** Ctrl-C: stops the reply in flight, or leaves at the prompt. */
+  /** Ctrl-C: stops the reply in flight, cancels an edit, or leaves at the prompt. */
   interrupt(): void {
     if (this.#ended) return;
     const replying = this.#state !== "idle" ||
-      this.#awaiting.some((item) => item.kind === "ask");
-    if (replying) this.#send({ type: "stop" });
-    else this.finish(CHAT_EXIT.interrupted);
+      this.#awaiting.some((item) => item.kind === "turn");
+    if (replying) {
+      this.#send({ type: "stop" });
+    } else if (this.#editing) {
+      this.#editing = false;
+      this.editor?.clear();
+      if (this.#promptShown) this.#drawPrompt();
+    } else {
+      this.finish(CHAT_EXIT.interrupted);
+    }
   }
 
   /** Runs one line: a /command or a question. */
   submit(line: string): void {
     const text = line.trim();
     const command = text.startsWith("/") && !text.startsWith("//");
+    const editing = this.#editing;
+    this.#editing = false;
     if (this.#promptShown) {
       // A command stays on screen as typed; a question comes back as `user`.
       if (command) this.#safe(() => this.out("\r\n"));
@@ -211,18 +276,30 @@ export class ChatSession {
       this.#print(this.renderer.user(text));
     }
     if (text === "") {
+      if (editing) this.#print(this.renderer.info("edit cancelled"));
       this.#refresh();
       return;
     }
+    const question = text.startsWith("//") ? text.slice(1) : text;
     if (command) this.#command(text);
-    else this.#ask(text.startsWith("//") ? text.slice(1) : text);
+    else if (editing) this.#turn({ type: "edit", text: question });
+    else this.#turn({ type: "ask", text: question });
     this.#refresh();
   }
 
-  #ask(text: string): void {
-    // The daemon echoes what it stores: lone surrogates become U+FFFD.
-    this.#awaiting.push({ kind: "ask", text: text.toWellFormed() });
-    this.#send({ type: "ask", text });
+  /** Sends a command that starts a turn: its `user` echo, or its error, ends the wait. */
+  #turn(command: Command): void {
+    this.#request("turn", command);
+  }
+
+  /** Sends a command with a fresh ref and waits for its answer. */
+  #request(
+    kind: "list" | "search" | "open" | "new" | "rename" | "turn",
+    command: Command,
+  ): void {
+    const ref = this.client.nextRef();
+    this.#awaiting.push({ kind, ref });
+    this.#send({ ...command, ref });
   }
 
   #command(text: string): void {
@@ -243,36 +320,88 @@ export class ChatSession {
         this.finish(CHAT_EXIT.ok);
         return;
       case "/new":
-        this.#awaiting.push({ kind: "new" });
-        this.#send({ type: "new" });
-        return;
+        return this.#request("new", { type: "new" });
+      case "/private":
+        return this.#request("new", { type: "new", private: true });
       case "/list": {
         const limit = rest === "" ? LIST_LIMIT : id;
         if (limit === null || limit < 1) return usage("/list [N]");
-        this.#awaiting.push({ kind: "list" });
-        this.#send({ type: "list", limit: Math.min(limit, 10_000) });
-        return;
+        return this.#request("list", {
+          type: "list",
+          limit: Math.min(limit, 10_000),
+        });
       }
       case "/open":
         if (id === null) return usage("/open N (a number from /list)");
-        this.#awaiting.push({ kind: "open" });
-        this.#send({ type: "open", id });
-        return;
-      case "/delete":
+        return this.#request("open", { type: "open", id });
+      case "/delete": {
         if (id === null) return usage("/delete N (a number from /list)");
-        this.#awaiting.push({ kind: "delete", id });
-        this.#send({ type: "delete", id });
+        const ref = this.client.nextRef();
+        this.#awaiting.push({ kind: "delete", id, ref });
+        this.#send({ type: "delete", id, ref });
         return;
+      }
       case "/search":
         if (rest === "") return usage("/search words");
-        this.#awaiting.push({ kind: "search" });
-        this.#send({ type: "search", q: rest, limit: SEARCH_LIMIT });
+        return this.#request("search", {
+          type: "search",
+          q: rest,
+          limit: SEARCH_LIMIT,
+        });
+      case "/retry":
+        return this.#turn({ type: "retry" });
+      case "/edit":
+        return this.#edit(rest);
+      case "/rename": {
+        const target = numberOf(words[0]);
+        const title = words.slice(1).join(" ");
+        if (target === null || title === "") {
+          return usage("/rename N title (N a number from /list)");
+        }
+        return this.#request("rename", { type: "rename", id: target, title });
+      }
+      case "/export": {
+        const target = numberOf(words[0]);
+        if (target === null) {
+          return usage("/export N [file] (N a number from /list)");
+        }
+        const file = words.slice(1).join(" ") || null;
+        const ref = this.client.nextRef();
+        this.#awaiting.push({ kind: "export", file, ref });
+        this.#send({
+          type: "export",
+          id: target,
+          format: file?.toLowerCase().endsWith(".json") ? "json" : "markdown",
+          ref,
+        });
         return;
+      }
       default:
         this.#print(
           this.renderer.error(`unknown command ${name}: type /help`),
         );
     }
+  }
+
+  /** `/edit text` sends it; `/edit` alone puts the last question on the line. */
+  #edit(text: string): void {
+    if (text !== "") return this.#turn({ type: "edit", text });
+    if (!this.editor) {
+      this.#print(
+        this.renderer.error(
+          "usage: /edit new question (in a terminal, /edit alone puts the last question on the line)",
+        ),
+      );
+      return;
+    }
+    const last = this.#lastQuestion;
+    if (last === null) {
+      this.#print(this.renderer.error("nothing to edit: no question yet"));
+      return;
+    }
+    // A question that starts with / was typed as //.
+    this.editor.set(last.startsWith("/") ? `/${last}` : last);
+    this.#editing = true;
   }
 
   #send(command: Command): void {
@@ -293,8 +422,9 @@ export class ChatSession {
 
   #drawPrompt(): void {
     if (!this.editor) return;
+    const prompt = this.#editing ? `edit${this.prompt}` : this.prompt;
     const line = this.renderer.endLine() +
-      this.editor.render(this.prompt, this.columns());
+      this.editor.render(prompt, this.columns());
     this.#safe(() => this.out(line));
     this.#promptShown = true;
   }
@@ -323,4 +453,23 @@ export class ChatSession {
       }
     }
   }
+}
+
+function numberOf(word: string | undefined): number | null {
+  if (word === undefined || !/^\d+$/.test(word)) return null;
+  const value = Number(word);
+  return Number.isSafeInteger(value) ? value : null;
+}
+
+/** Why an export file could not be written, and what to do. */
+function writeProblem(path: string, error: unknown): string {
+  if (error instanceof Deno.errors.AlreadyExists) {
+    return `${path} already exists: give another file name`;
+  }
+  if (error instanceof Deno.errors.NotCapable) {
+    return `chat may not write ${path}: start it with --export-dir DIR (files go there), or run main.ts export N > file`;
+  }
+  return `cannot write ${path}: ${
+    error instanceof Error ? error.message : String(error)
+  }`;
 }

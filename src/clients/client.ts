@@ -162,6 +162,9 @@ export class DaemonClient implements AsyncDisposable {
   readonly hello: HelloEvent;
   readonly #conn: Deno.UnixConn;
   readonly #reader: ReadableStreamDefaultReader<Event>;
+  // Refs are seen by every client: a random part keeps two clients' apart.
+  readonly #session = crypto.randomUUID();
+  #refs = 0;
   #writing: Promise<void> = Promise.resolve();
   #closed = false;
 
@@ -263,6 +266,11 @@ export class DaemonClient implements AsyncDisposable {
       if (this.#closed || isDisconnect(error)) return null;
       throw error;
     }
+  }
+
+  /** A ref no other command of any client carries: to find this command's answers and turn. */
+  nextRef(): string {
+    return `${this.#session}-${++this.#refs}`;
   }
 
   /** Sends one command as a JSON line; writes never interleave. AssistantError when the daemon has gone. */

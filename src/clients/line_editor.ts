@@ -165,6 +165,13 @@ export class LineEditor {
     return `\r${prompt}${shown}\x1b[K\r${column > 0 ? `\x1b[${column}C` : ""}`;
   }
 
+  /** Puts text on the line to edit, the cursor at its end (`/edit`). */
+  set(text: string): void {
+    this.#chars = graphemes(text);
+    this.#cursor = this.#chars.length;
+    this.#scroll = 0;
+  }
+
   /** Empties the line (after it was taken elsewhere). */
   clear(): void {
     this.#chars = [];

@@ -22,6 +22,8 @@ export interface Config {
   tool_group_kill: boolean;
   stall_timeout: number;
   max_clients: number;
+  /** After a conversation's first reply, ask the model for a short title. */
+  auto_title: boolean;
   tools_dirs: string[];
   /** Loopback port of the browser canvas (`deno task web`); 0 picks a free one. */
   web_port: number;
@@ -55,6 +57,7 @@ export function defaultConfig(paths: Paths): Config {
     tool_group_kill: false,
     stall_timeout: 180,
     max_clients: 32,
+    auto_title: false,
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
     web_port: DEFAULT_WEB_PORT,
     request: {},
@@ -182,6 +185,7 @@ const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
     ok: isSeconds,
   },
   max_clients: { expected: "an integer >= 1", ok: (v) => isInt(v) && v >= 1 },
+  auto_title: { expected: "a boolean", ok: (v) => typeof v === "boolean" },
   tools_dirs: {
     expected: "an array of non-empty strings",
     ok: (v) =>

@@ -20,6 +20,8 @@ import {
   type Event,
   MAX_LINE_BYTES,
   parseCommand,
+  type Ref,
+  refField,
 } from "../protocol.ts";
 
 /** What the server needs from the daemon's brain. */
@@ -47,6 +49,13 @@ export interface ServerOptions {
   /** Default MAX_LINE_BYTES: longer inbound lines are answered `line too long`. */
   maxLineBytes?: number;
 }
+
+/** Commands that start a turn: a client that half-closes after one still gets its reply. */
+const TURN_COMMANDS: ReadonlySet<Command["type"]> = new Set([
+  "ask",
+  "retry",
+  "edit",
+]);
 
 const DEFAULT_STALL_MS = 2000;
 const DEFAULT_MAX_BACKLOG = 4 * 1024 * 1024;
@@ -245,7 +254,7 @@ export class Server implements AsyncDisposable {
         if (command === null) continue;
         const answer = await client.whileOpen(this.#run(client, command));
         if (answer) client.send(encodeEvent(answer));
-        if (command.type === "ask" && command.text.trim() !== "") {
+        if (TURN_COMMANDS.has(command.type) && answer?.type !== "error") {
           ownReply = this.#brain.replyEnd?.() ?? null;
         }
       }
@@ -291,7 +300,7 @@ export class Server implements AsyncDisposable {
       const reason = parsed.message.startsWith("unknown command")
         ? "unknown"
         : "shape";
-      this.#badLine(client, line.length, reason, parsed.message);
+      this.#badLine(client, line.length, reason, parsed.message, parsed.ref);
       return null;
     }
     return parsed.command;
@@ -302,25 +311,27 @@ export class Server implements AsyncDisposable {
     bytes: number,
     reason: string,
     message: string,
+    ref?: Ref,
   ): void {
     log.warn("bad line", { client: client.id, bytes, reason });
-    client.send(encodeEvent({ type: "error", message }));
+    client.send(encodeEvent({ type: "error", message, ...refField(ref) }));
   }
 
-  /** Runs a command; an error becomes the asker's answer. */
+  /** Runs a command; an error becomes the asker's answer, with the command's ref. */
   async #run(client: Client, command: Command): Promise<Event | null> {
+    const ref = refField(command.ref);
     try {
       return await this.#brain.handle(command);
     } catch (error) {
       if (error instanceof AssistantError) {
-        return { type: "error", message: error.message };
+        return { type: "error", message: error.message, ...ref };
       }
       log.error("command failed", {
         client: client.id,
         type: command.type,
         error: describeError(error),
       });
-      return { type: "error", message: `${command.type} failed` };
+      return { type: "error", message: `${command.type} failed`, ...ref };
     }
   }
 }

@@ -44,6 +44,12 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE deleted_conversations(
      id INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE);
    INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 0);`,
+  // Each turn records when it was saved (`at`, Unix seconds). Turns saved
+  // before take their conversation's `updated` as it was then, kept once per
+  // conversation in `legacy_at`, so no turn row is rewritten here.
+  `ALTER TABLE turns ADD COLUMN at INTEGER;
+   ALTER TABLE conversations ADD COLUMN legacy_at INTEGER;
+   UPDATE conversations SET legacy_at = updated;`,
 ];
 
 /** The schema version this code writes. */
@@ -56,6 +62,11 @@ export interface Statements {
   touchConversation: StatementSync;
   nextSeq: StatementSync;
   insertTurn: StatementSync;
+  lastTurn: StatementSync;
+  replaceTurn: StatementSync;
+  rename: StatementSync;
+  record: StatementSync;
+  recordTurns: StatementSync;
   list: StatementSync;
   turnsOf: StatementSync;
   exists: StatementSync;
@@ -85,8 +96,28 @@ export function prepareStatements(db: DatabaseSync): Statements {
       "SELECT coalesce(max(seq), 0) + 1 AS seq FROM turns WHERE conv = ?",
     ),
     insertTurn: db.prepare(
-      `INSERT INTO turns(conv, seq, user, reply, tools, messages)
-       VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages, at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    lastTurn: db.prepare(
+      `SELECT id, seq, user FROM turns WHERE conv = ?
+       ORDER BY seq DESC, id DESC LIMIT 1`,
+    ),
+    // The row keeps its id and seq; the update trigger re-indexes its text.
+    replaceTurn: db.prepare(
+      `UPDATE turns SET user = ?, reply = ?, tools = ?, messages = ?, at = ?
+       WHERE id = ?`,
+    ),
+    rename: db.prepare(
+      `UPDATE conversations SET title = ? WHERE id = ? AND ${live}`,
+    ),
+    record: db.prepare(
+      `SELECT title, created, updated, coalesce(legacy_at, updated) AS legacy
+       FROM conversations WHERE id = ? AND ${live}`,
+    ),
+    recordTurns: db.prepare(
+      `SELECT id, user, reply, tools, at FROM turns
+       WHERE conv = ? ORDER BY seq, id`,
     ),
     list: db.prepare(
       `SELECT id, title, updated FROM conversations WHERE ${live}

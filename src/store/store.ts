@@ -60,6 +60,20 @@ export interface ConversationItem {
   updated: number;
 }
 
+/** One turn of a {@link ConversationRecord}: `at` is when it was saved, in Unix seconds. */
+export interface RecordedTurn extends TurnView {
+  at: number;
+}
+
+/** A whole conversation with its dates (Unix seconds), as `export` writes it. */
+export interface ConversationRecord {
+  id: number;
+  title: string;
+  created: number;
+  updated: number;
+  turns: RecordedTurn[];
+}
+
 /** A conversation loaded back: turns for clients, messages per turn for the model. */
 export interface OpenedConversation {
   id: number;
@@ -177,6 +191,7 @@ export class Store implements Disposable {
         turn.reply,
         JSON.stringify(turn.tools),
         JSON.stringify(turn.messages),
+        now,
       );
       this.#db.exec("COMMIT");
     } catch (error) {
@@ -185,6 +200,77 @@ export class Store implements Disposable {
     }
     this.#upkeep.wrote();
     return id;
+  }
+
+  /**
+   * Replaces a conversation's last turn in one transaction (`retry`, `edit`).
+   * When that turn is the first and the title is still the one its question
+   * gave, the title follows the new question; the new title is returned then,
+   * else null. AssistantError when there is no such conversation or no turn.
+   */
+  replaceLastTurn(conversation: number, turn: StoredTurn): string | null {
+    const now = Math.floor(this.#now() / 1000);
+    this.#db.exec("BEGIN IMMEDIATE");
+    let title: string | null = null;
+    try {
+      const touched = this.#sql.touchConversation.run(now, conversation);
+      if (Number(touched.changes) === 0) {
+        throw new AssistantError("no such conversation");
+      }
+      const last = this.#sql.lastTurn.get(conversation);
+      if (!last) throw new AssistantError("nothing to retry");
+      this.#sql.replaceTurn.run(
+        turn.user,
+        turn.reply,
+        JSON.stringify(turn.tools),
+        JSON.stringify(turn.messages),
+        now,
+        Number(last.id),
+      );
+      const old = String(this.#sql.record.get(conversation)?.title ?? "");
+      if (Number(last.seq) === 1 && old === titleOf(String(last.user ?? ""))) {
+        const next = titleOf(turn.user);
+        if (next !== old) {
+          this.#sql.rename.run(next, conversation);
+          title = next;
+        }
+      }
+      this.#db.exec("COMMIT");
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+    this.#upkeep.wrote();
+    return title;
+  }
+
+  /** Sets a conversation's title as given; false when there is no such conversation. */
+  rename(id: number, title: string): boolean {
+    const result = this.#sql.rename.run(title, id);
+    if (Number(result.changes) === 0) return false;
+    this.#upkeep.wrote();
+    return true;
+  }
+
+  /** A conversation with its dates and every turn's time, for `export`; null when there is no such conversation. */
+  record(id: number): ConversationRecord | null {
+    const row = this.#sql.record.get(id);
+    if (!row) return null;
+    // Turns saved before they had a time take their conversation's then `updated`.
+    const legacy = Number(row.legacy ?? 0);
+    const turns = this.#sql.recordTurns.all(id).map((turn) => ({
+      user: String(turn.user ?? ""),
+      reply: String(turn.reply ?? ""),
+      tools: parseTools(turn.tools, Number(turn.id)),
+      at: turn.at === null ? legacy : Number(turn.at),
+    }));
+    return {
+      id,
+      title: String(row.title ?? ""),
+      created: Number(row.created ?? 0),
+      updated: Number(row.updated ?? 0),
+      turns,
+    };
   }
 
   /** Conversations, most recently updated first (ties: newest id first); all when `limit` is absent. */

@@ -12,7 +12,14 @@ import {
   within,
 } from "../support/client_harness.ts";
 import { Daemon } from "../support/daemon_harness.ts";
-import { FakeLlm, hold, httpError, reply } from "../support/fake_llm.ts";
+import {
+  type ChatContext,
+  FakeLlm,
+  hold,
+  httpError,
+  reply,
+  type Script,
+} from "../support/fake_llm.ts";
 
 Deno.test("ask prints exactly the answer, run with only the socket's grants", async () => {
   await using llm = await FakeLlm.start();
@@ -85,8 +92,11 @@ Deno.test("ask --json prints every event of its turn as a JSON line", async () =
   const events = result.stdout.trimEnd().split("\n").map((line) =>
     JSON.parse(line)
   );
-  assert.deepEqual(events[0], { type: "user", text: "Hello?" });
+  const ref = events[0].ref;
+  assert.equal(typeof ref, "string");
+  assert.deepEqual(events[0], { type: "user", text: "Hello?", ref });
   assert.equal(events.at(-1).type, "done");
+  assert.equal(events.at(-1).ref, ref);
   assert.equal(events.at(-1).stopped, false);
   assert.equal(typeof events.at(-1).id, "number");
   const tokens = events.filter((e) => e.type === "token").map((e) => e.delta);
@@ -309,4 +319,182 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     words: ["--json"],
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);
+});
+
+/** A reply per request, numbered in arrival order: `[n] ` first, so any printed part names its turn. While `hold` is on, a reply stops after its second token and waits until it is abandoned. */
+function numbered(tokenDelayMs: number): { script: Script; hold: boolean } {
+  let count = 0;
+  const control = {
+    hold: false,
+    script: {
+      steps(context: ChatContext) {
+        const tokens = [`[${++count}] `, "It is ", "ten ", "past ", "four."];
+        const script = control.hold
+          ? hold(tokens.slice(0, 2))
+          : reply({ content: tokens, tokenDelayMs });
+        if (!("steps" in script)) throw new TypeError("a stream script");
+        return script.steps(context);
+      },
+    },
+  };
+  return control;
+}
+
+interface Outcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Checks two same-question asks: each printed only its own turn, a finished one all of it, a stopped one a part and a note. */
+function assertOwnTurns(
+  outcomes: Outcome[],
+  turns: Map<string, { reply: string; stopped: boolean }>,
+): void {
+  const claimed = new Set<string>();
+  for (const { code, stdout, stderr } of outcomes) {
+    const printed = stdout.replace(/\n$/, "");
+    const tag = /^\[\d+\] /.exec(printed)?.[0];
+    const own = [...turns.values()].find((turn) =>
+      tag !== undefined && turn.reply.startsWith(tag)
+    );
+    if (code === 0) {
+      assert.ok(own && !own.stopped, `a finished turn printed: ${stdout}`);
+      assert.equal(printed, own.reply);
+      assert.equal(stderr, "");
+    } else {
+      assert.equal(code, 1, stderr);
+      assert.match(stderr, /^The reply was stopped before it ended/);
+      if (printed !== "") {
+        assert.ok(own?.stopped, `a stopped turn printed: ${stdout}`);
+        assert.ok(own.reply.startsWith(printed));
+      }
+    }
+    if (tag !== undefined) {
+      assert.ok(!claimed.has(tag), `both printed ${tag}`);
+      claimed.add(tag);
+    }
+  }
+  assert.ok(outcomes.some((o) => o.code === 0), "the last turn finishes");
+}
+
+Deno.test("two asks of the same question at once each follow their own turn, whatever the timing", async () => {
+  const replies = numbered(15);
+  await using llm = await FakeLlm.start({ defaultScript: replies.script });
+  await using daemon = await startDaemon(llm.url);
+  await using watcher = await daemon.connect();
+  await watcher.next("hello");
+  const socket = daemon.paths.socketPath;
+  const env = clientEnv(daemon.paths.runtimeDir);
+  const question = "What time is it?";
+
+  // Each turn as every client saw it, by its ref.
+  const turns = new Map<string, { reply: string; stopped: boolean }>();
+  const follow = async (count: number) => {
+    for (let done = 0; done < count;) {
+      const user = (await watcher.until((e) => e.type === "user")).at(-1);
+      const events = await watcher.until((e) => e.type === "done");
+      const end = events.at(-1)!;
+      assert.equal(user?.text, question);
+      assert.equal(end.ref, user?.ref);
+      turns.set(String(user?.ref), {
+        reply: events.filter((e) => e.type === "token")
+          .map((e) => e.type === "token" ? e.delta : "").join(""),
+        stopped: end.type === "done" && end.stopped,
+      });
+      done++;
+    }
+  };
+  const run = async (
+    start: (spawn: () => ClientProcess) => Promise<ClientProcess[]>,
+  ): Promise<Outcome[]> => {
+    const spawned: ClientProcess[] = [];
+    const spawn = () => {
+      const args = clientArgs(socket, ["ask", question]);
+      const child = ClientProcess.spawn(args, { env });
+      spawned.push(child);
+      return child;
+    };
+    try {
+      const children = await start(spawn);
+      const [codes] = await Promise.all([
+        Promise.all(children.map((child) => child.exit())),
+        follow(2),
+      ]);
+      return children.map((child, i) => ({
+        code: codes[i]!,
+        stdout: child.stdout,
+        stderr: child.stderr,
+      }));
+    } finally {
+      for (const child of spawned) await child[Symbol.asyncDispose]();
+    }
+  };
+
+  // Both at once: the daemon decides the order.
+  assertOwnTurns(
+    await run((spawn) => Promise.resolve([spawn(), spawn()])),
+    turns,
+  );
+  // The second while the first streams: the first is stopped.
+  const stopped = await run(async (spawn) => {
+    replies.hold = true;
+    const first = spawn();
+    await first.waitFor("It is");
+    replies.hold = false;
+    return [first, spawn()];
+  });
+  assertOwnTurns(stopped, turns);
+  assert.deepEqual(stopped.map((o) => o.code), [1, 0]);
+  // One after the other: both finish, each with its own reply.
+  const apart = await run(async (spawn) => {
+    const first = spawn();
+    await first.exit();
+    return [first, spawn()];
+  });
+  assertOwnTurns(apart, turns);
+  assert.deepEqual(apart.map((o) => o.code), [0, 0]);
+  assert.notEqual(apart[0]!.stdout, apart[1]!.stdout);
+});
+
+/** Runs `ask` in this process against the socket in `runtimeDir`; resolves to its outcome. */
+async function askHere(runtimeDir: string, question: string): Promise<Outcome> {
+  let stdout = "";
+  let stderr = "";
+  const writer = (append: (text: string) => void) => ({
+    write(bytes: Uint8Array) {
+      append(new TextDecoder().decode(bytes));
+      return Promise.resolve(bytes.length);
+    },
+  });
+  const code = await runAsk([question], {
+    env: (name) => name === "XDG_RUNTIME_DIR" ? runtimeDir : undefined,
+    stdout: writer((text) => stdout += text),
+    stderr: writer((text) => stderr += text),
+    dimStderr: false,
+  });
+  return { code, stdout, stderr };
+}
+
+Deno.test("an ask that sees the other's identical question echoed first still follows only its own turn", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(hold(["[1] ", "Their half"]), reply({ content: ["[2] Mine."] }));
+  await using daemon = await startDaemon(llm.url);
+  await using watcher = await daemon.connect();
+  await watcher.next("hello");
+  const question = "What time is it?";
+  let first: Promise<Outcome> | null = null;
+  // The second ask is connected and greeted, then its line waits here until
+  // the first ask's identical question has been echoed to it.
+  await using proxy = await holdingProxy(daemon.paths.socketPath, async () => {
+    first = askHere(daemon.paths.runtimeDir, question);
+    await watcher.until((e) => e.type === "token" && e.delta === "Their half");
+  });
+  const second = await askHere(proxy.dir, question);
+  await proxy.done;
+  assert.deepEqual(second, { code: 0, stdout: "[2] Mine.\n", stderr: "" });
+  const stopped = await first!;
+  assert.equal(stopped.code, 1);
+  assert.equal(stopped.stdout, "[1] Their half\n");
+  assert.match(stopped.stderr, /^The reply was stopped before it ended/);
 });

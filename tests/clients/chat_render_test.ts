@@ -143,3 +143,56 @@ Deno.test("text from the daemon cannot carry escape sequences to the terminal", 
   assert.equal(out, "[2Jx");
   assert.equal(modelName("/srv/models/Qwen3-8B.Q4.gguf"), "Qwen3-8B.Q4");
 });
+
+Deno.test("a retry says it replaces the last turn, and a stopped one that the last turn stays", () => {
+  const out = render([
+    { type: "user", text: "Again?", replaces: true, ref: "r" },
+    { type: "token", delta: "Half" },
+    { type: "done", id: 2, stopped: true, ref: "r" },
+    { type: "user", text: "New?" },
+    { type: "done", id: 2, stopped: true },
+  ]);
+  assert.equal(
+    out,
+    "> Again? (replaces the last turn)\nHalf\n[stopped: the last turn stays]\n\n" +
+      "> New?\n[stopped]\n\n",
+  );
+});
+
+Deno.test("a private conversation says so in its header, on connect and on switching", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const hello = renderer.hello({
+    type: "hello",
+    state: "idle",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    id: null,
+    turns: [{ user: "Secret?", reply: "Kept in memory.", tools: [] }],
+    pending: null,
+    private: true,
+  });
+  assert.equal(
+    hello,
+    "desktop-assistant · /help for commands\n" +
+      "── private conversation · not saved · 1 turn ──\n" +
+      "> Secret?\nKept in memory.\n\n",
+  );
+  assert.equal(
+    renderer.event({
+      type: "conversation",
+      id: null,
+      turns: [],
+      private: true,
+    }),
+    "── private conversation · not saved ──\n",
+  );
+  assert.equal(
+    renderer.event({ type: "renamed", id: 3, title: "A\nnew  name" }),
+    '#3 is now called "A new name"\n',
+  );
+});

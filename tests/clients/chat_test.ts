@@ -10,6 +10,7 @@ import {
   MAIN,
   runClient,
   startDaemon,
+  stripAnsi,
   tempHome,
   within,
 } from "../support/client_harness.ts";
@@ -351,8 +352,206 @@ Deno.test("the chat launcher, run with the proposed task's grants, starts chat w
   assert.match(result.stdout, /> Launch\?\nLaunched\.\n\n$/);
 });
 
-Deno.test("parseChatArgs takes --no-think and names anything else", () => {
-  assert.deepEqual(parseChatArgs([]), { think: true });
-  assert.deepEqual(parseChatArgs(["--no-think"]), { think: false });
+Deno.test("parseChatArgs takes --no-think and --export-dir and names anything else", () => {
+  assert.deepEqual(parseChatArgs([]), { think: true, exportDir: null });
+  assert.deepEqual(parseChatArgs(["--no-think"]), {
+    think: false,
+    exportDir: null,
+  });
+  assert.deepEqual(parseChatArgs(["--export-dir", "out", "--no-think"]), {
+    think: false,
+    exportDir: "out",
+  });
+  assert.deepEqual(parseChatArgs(["--export-dir=/tmp/x"]), {
+    think: true,
+    exportDir: "/tmp/x",
+  });
+  assert.throws(() => parseChatArgs(["--export-dir"]), /needs a directory/);
   assert.throws(() => parseChatArgs(["--loud"]), /Unknown argument --loud/);
+});
+
+Deno.test("piped chat: /retry, /edit, /rename, /export and /private", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(
+    reply({ content: ["Lisbon."] }),
+    reply({ content: ["Porto."] }),
+    reply({ content: ["Faro."] }),
+    reply({ content: ["A private answer."] }),
+  );
+  await using daemon = await startDaemon(llm.url);
+  await using home = await tempHome();
+  const socket = daemon.paths.socketPath;
+  const input = [
+    "Where should I go?",
+    "/retry",
+    "/edit Where should I go in May?",
+    "/rename 1 Trip",
+    "/list",
+    "/export 1",
+    "/export 1 trip.md",
+    "/export 1 trip.md",
+    "/export 1 trip.json",
+    "/private",
+    "A private question",
+    "/new",
+  ].join("\n") + "\n";
+  const result = await runClient(
+    [
+      "run",
+      "--quiet",
+      ...clientFlags(socket),
+      `--allow-write=${home.path}`,
+      MAIN,
+      "chat",
+      `--export-dir=${home.path}`,
+    ],
+    clientEnv(daemon.paths.runtimeDir),
+    input,
+  );
+  assert.equal(result.stderr, "");
+  assert.equal(result.code, 0);
+  const shown = result.stdout.replace(
+    /\d{4}-\d\d-\d\d \d\d:\d\d( UTC[+-]\d\d:\d\d)?/g,
+    "<date>",
+  );
+  const expected = [
+    "> Where should I go?",
+    "Lisbon.",
+    "",
+    "> /retry",
+    "> Where should I go? (replaces the last turn)",
+    "Porto.",
+    "",
+    "> /edit Where should I go in May?",
+    "> Where should I go in May? (replaces the last turn)",
+    "Faro.",
+    "",
+    // The title came from the first question, so it follows the edit.
+    '#1 is now called "Where should I go in May?"',
+    "> /rename 1 Trip",
+    '#1 is now called "Trip"',
+    "> /list",
+    "    #1  <date>  Trip",
+    "> /export 1",
+    "# Trip",
+    "",
+    "Conversation 1 · created <date> · updated <date> · 1 turn",
+    "",
+    "## 1 · <date>",
+    "",
+    "> Where should I go in May?",
+    "",
+    "Faro.",
+    "> /export 1 trip.md",
+    `wrote #1 to ${join(home.path, "trip.md")}`,
+    "> /export 1 trip.md",
+    `error: ${
+      join(home.path, "trip.md")
+    } already exists: give another file name`,
+    "> /export 1 trip.json",
+    `wrote #1 to ${join(home.path, "trip.json")}`,
+    "> /private",
+    "── private conversation · not saved ──",
+    "> A private question",
+    "A private answer.",
+    "",
+    "> /new",
+    "── new conversation ──",
+    "",
+  ].join("\n");
+  assert.ok(shown.endsWith(expected), `${shown}\n---\n${expected}`);
+  const markdown = await Deno.readTextFile(join(home.path, "trip.md"));
+  assert.match(markdown, /^# Trip\n/);
+  assert.ok(markdown.includes("> Where should I go in May?\n\nFaro.\n"));
+  const json = JSON.parse(
+    await Deno.readTextFile(join(home.path, "trip.json")),
+  );
+  assert.equal(json.format, "desktop-assistant/1");
+  assert.deepEqual(json.turns.map((t: { reply: string }) => t.reply), [
+    "Faro.",
+  ]);
+  // The model saw the retry and the edit without the turn they replaced.
+  assert.equal(lastQuestion(llm, 2), "Where should I go in May?");
+  assert.deepEqual(
+    (llm.chats[2]?.body as Chats).messages.map((m) => m.role),
+    ["system", "user"],
+  );
+});
+
+Deno.test("piped chat: /export to a file without a write grant says how to get one", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["Yes."] }));
+  await using daemon = await startDaemon(llm.url);
+  await using home = await tempHome();
+  const target = join(home.path, "out.md");
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    clientEnv(daemon.paths.runtimeDir),
+    `Saved?\n/export 1 ${target}\n`,
+  );
+  assert.equal(result.code, 0);
+  assert.match(
+    result.stdout,
+    /error: chat may not write .*out\.md: start it with --export-dir DIR/,
+  );
+  assert.equal(await Deno.stat(target).then(() => true, () => false), false);
+});
+
+Deno.test({
+  name:
+    `chat in a terminal: /edit puts the last question on the line and Enter replaces the turn; the header says private${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(
+      reply({ content: ["Three."] }),
+      reply({ content: ["Four."] }),
+      reply({ content: ["Hidden."] }),
+    );
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("What is one plus two?\r");
+    at = await chat.waitFor("Three.", at);
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("/edit\r");
+    at = await chat.waitFor("edit> What is one plus two?", at);
+    // Ctrl-W drops "two?", then the new ending.
+    await chat.type("\x17three?\r");
+    at = await chat.waitFor("Four.", at);
+    assert.equal(lastQuestion(llm, 1), "What is one plus three?");
+    assert.match(
+      stripAnsi(chat.stdout),
+      /What is one plus three\? \(replaces the last turn\)/,
+    );
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("/private\r");
+    at = await chat.waitFor("── private conversation · not saved ──", at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+  },
+});
+
+Deno.test("the chat launcher gives --export-dir a write grant for that directory only, made absolute", () => {
+  const env = (name: string) =>
+    name === "XDG_RUNTIME_DIR"
+      ? "/run/user/1000"
+      : name === "INIT_CWD"
+      ? "/home/me/notes"
+      : undefined;
+  const command = chatCommand(["--export-dir", "out", "--no-think"], env);
+  assert.deepEqual(command.args, [
+    "run",
+    "--quiet",
+    "--no-prompt",
+    ...clientFlags("/run/user/1000/desktop-assistant.sock"),
+    "--allow-write=/home/me/notes/out",
+    MAIN,
+    "chat",
+    "--no-think",
+    "--export-dir=/home/me/notes/out",
+  ]);
 });

@@ -32,15 +32,19 @@ const RSS_SECOND_HALF_LIMIT_KIB = 192 * 1024;
 
 const rng = seeded(20260801);
 
-/** What one line must get back. `reject` marks lines this suite never sends (a real ask, a real delete). */
+/** What one line must get back, with the line's ref when it is echoed. `reject` marks lines this suite never sends (a real ask, a real delete, a rename). */
 type Answer =
-  | { kind: "none" }
-  | { kind: "reject" }
-  | { kind: "error"; message: string; malformed: boolean }
-  | { kind: "pong" }
-  | { kind: "conversations"; limit: number | null }
-  | { kind: "conversation"; id: number | null }
-  | { kind: "results"; q: string; limit: number };
+  & (
+    | { kind: "none" }
+    | { kind: "reject" }
+    | { kind: "error"; message: string; malformed: boolean }
+    | { kind: "pong" }
+    | { kind: "conversations"; limit: number | null }
+    | { kind: "conversation"; id: number | null; private?: true }
+    | { kind: "results"; q: string; limit: number }
+    | { kind: "export"; id: number; format: string }
+  )
+  & { ref?: string | number };
 
 const NONE: Answer = { kind: "none" };
 const REJECT: Answer = { kind: "reject" };
@@ -62,6 +66,14 @@ const isId = (value: unknown): value is number =>
 
 const isLimit = (value: unknown): value is number => isId(value) && value > 0;
 
+const isRef = (value: unknown): value is string | number =>
+  isId(value) ||
+  (typeof value === "string" && Array.from(value).length <= 128);
+
+const isTitle = (value: unknown): boolean =>
+  typeof value === "string" && value.trim() !== "" &&
+  Array.from(value.trim().split(/\s+/).join(" ")).length <= 200;
+
 /** The protocol's answer to one line (without its newline), from the rules in SPEC §4. */
 function answerTo(bytes: Uint8Array, existing: ReadonlySet<number>): Answer {
   // A CRLF line end is a line end: its CR is not part of the line.
@@ -80,10 +92,25 @@ function answerTo(bytes: Uint8Array, existing: ReadonlySet<number>): Answer {
   } catch {
     return bad("bad command");
   }
-  if (!isRecord(value) || typeof value.type !== "string") {
-    return bad("bad command");
-  }
+  if (!isRecord(value)) return bad("bad command");
+  if (value.ref !== undefined && !isRef(value.ref)) return bad("bad ref");
+  const answer = answerToCommand(value, existing);
+  if (value.ref === undefined || answer.kind === "none") return answer;
+  // JSON has no -0: it comes back as 0.
+  return { ...answer, ref: Object.is(value.ref, -0) ? 0 : value.ref };
+}
+
+function answerToCommand(
+  value: Record<string, unknown>,
+  existing: ReadonlySet<number>,
+): Answer {
+  if (typeof value.type !== "string") return bad("bad command");
   const has = (key: string) => Object.hasOwn(value, key);
+  const missing: Answer = {
+    kind: "error",
+    message: "no such conversation",
+    malformed: false,
+  };
   switch (value.type) {
     case "ask":
       if (typeof value.text !== "string") return bad("bad text");
@@ -91,7 +118,30 @@ function answerTo(bytes: Uint8Array, existing: ReadonlySet<number>): Answer {
     case "stop":
       return NONE;
     case "new":
-      return { kind: "conversation", id: null };
+      if (value.private === true) {
+        return { kind: "conversation", id: null, private: true };
+      }
+      if (value.private === undefined || value.private === false) {
+        return { kind: "conversation", id: null };
+      }
+      return bad("bad private");
+    case "retry":
+      return REJECT;
+    case "edit":
+      if (typeof value.text !== "string") return bad("bad text");
+      return value.text.trim() === "" ? NONE : REJECT;
+    case "rename":
+      if (!isId(value.id)) return bad("bad id");
+      if (!isTitle(value.title)) return bad("bad title");
+      return existing.has(value.id) ? REJECT : missing;
+    case "export": {
+      if (!isId(value.id)) return bad("bad id");
+      const format = value.format ?? "markdown";
+      if (format !== "markdown" && format !== "json") return bad("bad format");
+      return existing.has(value.id)
+        ? { kind: "export", id: value.id, format }
+        : missing;
+    }
     case "ping":
       return { kind: "pong" };
     case "list":
@@ -102,13 +152,7 @@ function answerTo(bytes: Uint8Array, existing: ReadonlySet<number>): Answer {
     case "open":
     case "delete":
       if (!isId(value.id)) return bad("bad id");
-      if (!existing.has(value.id)) {
-        return {
-          kind: "error",
-          message: "no such conversation",
-          malformed: false,
-        };
-      }
+      if (!existing.has(value.id)) return missing;
       return value.type === "open"
         ? { kind: "conversation", id: value.id }
         : REJECT;
@@ -181,13 +225,32 @@ const LIMIT_VALUES = [
 ];
 const TYPES = [
   "ask",
+  "retry",
+  "edit",
   "stop",
   "new",
   "list",
   "open",
   "search",
   "delete",
+  "rename",
+  "export",
   "ping",
+];
+const REF_VALUES = [
+  '"r"',
+  '""',
+  "0",
+  "-0",
+  "42",
+  "-7",
+  "9007199254740991",
+  '"\\ud800"',
+  JSON.stringify("🦄".repeat(128)),
+  JSON.stringify("🦄".repeat(129)),
+  JSON.stringify("x".repeat(129)),
+  JSON.stringify(MARKER),
+  ...WRONG_VALUES,
 ];
 const ODD_TYPES = [
   "",
@@ -223,6 +286,14 @@ const BLANKS = [
   "\ufeff",
   "\u2028",
   "\n\r\t ",
+];
+const TITLE_VALUES = [
+  ...BLANKS.map((blank) => JSON.stringify(blank)),
+  JSON.stringify("é".repeat(201)),
+  JSON.stringify(` ${"a ".repeat(100)} `),
+  JSON.stringify("a ".repeat(101)),
+  JSON.stringify(MARKER),
+  ...WRONG_VALUES,
 ];
 const BAD_UTF8 = [
   [0xff],
@@ -316,6 +387,8 @@ function extras(): [string, string][] {
       rng.chance(0.5) ? rng.pick(WRONG_VALUES) : str(randomText(40)),
     ]);
   }
+  // A ref, right or wrong, on about one command in five.
+  if (rng.chance(0.2)) members.push(["ref", rng.pick(REF_VALUES)]);
   return members;
 }
 
@@ -356,6 +429,40 @@ const GENERATORS: [number, Make][] = [
     return command("search", members);
   }],
   [3, () => command("ask", [["text", str(rng.pick(BLANKS))]])],
+  [2, () =>
+    command("edit", [
+      [
+        "text",
+        rng.chance(0.5) ? str(rng.pick(BLANKS)) : rng.pick(WRONG_VALUES),
+      ],
+      ...extras(),
+    ])],
+  [3, () =>
+    command("rename", [
+      ["id", rng.pick(ID_VALUES)],
+      ["title", rng.pick(TITLE_VALUES)],
+      ...extras(),
+    ])],
+  [
+    2,
+    () =>
+      command("rename", [["id", rng.pick(["7", "99"])], ["title", '"Fine"']]),
+  ],
+  [4, () => {
+    const members: [string, string][] = [["id", rng.pick(ID_VALUES)]];
+    if (rng.chance(0.6)) {
+      members.push([
+        "format",
+        rng.pick(['"markdown"', '"json"', '"html"', '"JSON"', ...WRONG_VALUES]),
+      ]);
+    }
+    return command("export", [...members, ...extras()]);
+  }],
+  [2, () =>
+    command("new", [[
+      "private",
+      rng.pick(["true", "false", ...WRONG_VALUES]),
+    ], ...extras()])],
   // Wrong types for every field, and missing fields.
   [8, () => {
     const type = rng.pick(["ask", "open", "delete", "search", "list"]);
@@ -556,6 +663,8 @@ interface Baseline {
   list: Received;
   opened: Map<number, Received>;
   results: Map<string, Received>;
+  /** Each conversation's export text, by `id format`. */
+  exports: Map<string, string>;
   rows: unknown[];
 }
 
@@ -580,9 +689,14 @@ async function baseline(
   await client.send({ type: "list" });
   const list = await client.next("conversations");
   const opened = new Map<number, Received>();
+  const exports = new Map<string, string>();
   for (const { id } of list.items) {
     await client.send({ type: "open", id });
     opened.set(id, await client.next("conversation"));
+    for (const format of ["markdown", "json"]) {
+      await client.send({ type: "export", id, format });
+      exports.set(`${id} ${format}`, (await client.next("export")).text);
+    }
   }
   await client.send({ type: "new" });
   await client.next("conversation");
@@ -591,7 +705,7 @@ async function baseline(
     await client.send({ type: "search", q });
     results.set(q, await client.next("results"));
   }
-  return { list, opened, results, rows: storedRows(dbPath) };
+  return { list, opened, results, exports, rows: storedRows(dbPath) };
 }
 
 function check(
@@ -601,9 +715,11 @@ function check(
   pid: number,
 ): void {
   assert.ok(got, "an answer is missing");
+  const ref = want.ref === undefined ? {} : { ref: want.ref };
+  assert.deepEqual(got.ref, want.ref, "the ref echoed");
   switch (want.kind) {
     case "error":
-      assert.deepEqual(got, { type: "error", message: want.message });
+      assert.deepEqual(got, { type: "error", message: want.message, ...ref });
       return;
     case "pong":
       assert.equal(got.type, "pong");
@@ -614,16 +730,34 @@ function check(
       assert.deepEqual(got, {
         type: "conversations",
         items: want.limit === null ? items : items.slice(0, want.limit),
+        ...ref,
       });
       return;
     }
-    case "conversation":
+    case "conversation": {
+      const { ref: _, ...opened } = base.opened.get(want.id ?? NaN) ?? {};
       assert.deepEqual(
         got,
         want.id === null
-          ? { type: "conversation", id: null, turns: [] }
-          : base.opened.get(want.id),
+          ? {
+            type: "conversation",
+            id: null,
+            turns: [],
+            ...(want.private ? { private: true } : {}),
+            ...ref,
+          }
+          : { ...opened, ...ref },
       );
+      return;
+    }
+    case "export":
+      assert.deepEqual(got, {
+        type: "export",
+        id: want.id,
+        format: want.format,
+        text: base.exports.get(`${want.id} ${want.format}`),
+        ...ref,
+      });
       return;
     case "results": {
       assert.equal(got.type, "results");

@@ -774,17 +774,22 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
       using store = new Store(path, { now: clock() });
       id = store.saveTurn(null, turn("an old question", "An old reply."));
     }
-    // Back to version 2: no deleted_conversations, FTS5's default automerge.
+    // Back to version 2: no deleted_conversations, FTS5's default automerge,
+    // no turn times.
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE deleted_conversations;
               INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 4);
+              ALTER TABLE turns DROP COLUMN at;
+              ALTER TABLE conversations DROP COLUMN legacy_at;
               PRAGMA user_version = 2;`);
     raw.close();
-    assert.equal(SCHEMA_VERSION, 3);
 
     using store = new Store(path, { now: clock() });
     peek(path, (db) => {
-      assert.equal(db.prepare("PRAGMA user_version").get()?.user_version, 3);
+      assert.equal(
+        db.prepare("PRAGMA user_version").get()?.user_version,
+        SCHEMA_VERSION,
+      );
       assert.equal(
         db.prepare("SELECT v FROM turns_fts_config WHERE k = 'automerge'").get()
           ?.v,

@@ -1,0 +1,66 @@
+/**
+ * `export`: a stored conversation as Markdown (to read or paste elsewhere)
+ * or as JSON in the `desktop-assistant/1` format (to process or import).
+ */
+import type { ExportFormat } from "../protocol.ts";
+import type { ConversationRecord } from "../store/store.ts";
+import { localStamp } from "./prompt.ts";
+
+/** The `format` field of a JSON export. */
+export const EXPORT_FORMAT = "desktop-assistant/1";
+
+/** The conversation in the given format, ending with a newline. */
+export function exportText(
+  record: ConversationRecord,
+  format: ExportFormat,
+): string {
+  return format === "json" ? exportJson(record) : exportMarkdown(record);
+}
+
+/** `{"format": "desktop-assistant/1", id, title, created, updated, turns: [{user, reply, tools, at}]}`, times in Unix seconds. */
+export function exportJson(record: ConversationRecord): string {
+  const { id, title, created, updated, turns } = record;
+  const document = {
+    format: EXPORT_FORMAT,
+    id,
+    title,
+    created,
+    updated,
+    turns: turns.map(({ user, reply, tools, at }) => ({
+      user,
+      reply,
+      tools,
+      at,
+    })),
+  };
+  return JSON.stringify(document, null, 2) + "\n";
+}
+
+/** The title, the dates, then each turn: its time, the question quoted, the tools used and the reply. */
+export function exportMarkdown(record: ConversationRecord): string {
+  const date = (seconds: number) => localStamp(new Date(seconds * 1000));
+  const count = record.turns.length;
+  const parts = [
+    `# ${oneLine(record.title) || `Conversation ${record.id}`}`,
+    `Conversation ${record.id} · created ${date(record.created)} · updated ${
+      date(record.updated)
+    } · ${count} turn${count === 1 ? "" : "s"}`,
+  ];
+  record.turns.forEach((turn, index) => {
+    parts.push(`## ${index + 1} · ${date(turn.at)}`);
+    // Quoted line by line, so the question's own Markdown stays inside it.
+    parts.push(
+      turn.user.split(/\r?\n/).map((line) => line === "" ? ">" : `> ${line}`)
+        .join("\n"),
+    );
+    if (turn.tools.length > 0) {
+      parts.push(`*Tools used: ${turn.tools.join(", ")}*`);
+    }
+    parts.push(turn.reply.trim() === "" ? "*(no reply)*" : turn.reply.trim());
+  });
+  return parts.join("\n\n") + "\n";
+}
+
+function oneLine(text: string): string {
+  return text.trim().split(/\s+/).join(" ");
+}

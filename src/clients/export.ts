@@ -1,0 +1,111 @@
+/**
+ * `main.ts export ID [--json]`: prints a stored conversation to stdout, as
+ * Markdown or as JSON, through the daemon (the client never reads the
+ * history file itself, so it needs only the socket's grants).
+ */
+import { connectOrExplain } from "./client.ts";
+import type { Env } from "../launch/paths.ts";
+import { AssistantError } from "../errors.ts";
+import { writeAll, type Writer } from "../write_all.ts";
+
+/** Injected parts of `export`; the real ones by default. */
+export interface ExportOptions {
+  env?: Env;
+  stdout?: Writer;
+  stderr?: Writer;
+}
+
+/** Exit codes of `export`. */
+export const EXPORT_EXIT = Object.freeze({
+  ok: 0,
+  failed: 1,
+  noDaemon: 2,
+  usage: 64,
+});
+
+const USAGE = "usage: main.ts export ID [--json]";
+
+/** The parsed arguments of `export`. */
+export interface ExportArgs {
+  id: number;
+  json: boolean;
+}
+
+/** Parses export's arguments; TypeError naming what is wrong. */
+export function parseExportArgs(args: string[]): ExportArgs {
+  let json = false;
+  const words: string[] = [];
+  for (const arg of args) {
+    if (arg === "--json") json = true;
+    else if (arg.startsWith("-") && !/^-?\d+$/.test(arg)) {
+      throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
+    } else words.push(arg);
+  }
+  const [word, ...extra] = words;
+  if (word === undefined || extra.length > 0) {
+    throw new TypeError(`Give one conversation id: ${USAGE}`);
+  }
+  const id = Number(word);
+  if (!/^-?\d+$/.test(word) || !Number.isSafeInteger(id)) {
+    throw new TypeError(
+      `The conversation id must be a whole number (see /list in chat), got ${
+        JSON.stringify(word)
+      }: ${USAGE}`,
+    );
+  }
+  return { id, json };
+}
+
+/** Runs `export`; resolves to the exit code: 0 printed, 1 the daemon refused (no such conversation), 2 no daemon, 64 usage. */
+export async function runExport(
+  args: string[],
+  options: ExportOptions = {},
+): Promise<number> {
+  const stdout = options.stdout ?? Deno.stdout;
+  const stderr = options.stderr ?? Deno.stderr;
+  let parsed: ExportArgs;
+  try {
+    parsed = parseExportArgs(args);
+  } catch (error) {
+    await writeAll(stderr, `${(error as Error).message}\n`);
+    return EXPORT_EXIT.usage;
+  }
+  const client = await connectOrExplain(
+    options.env,
+    (line) => writeAll(stderr, line),
+  );
+  if (typeof client === "number") return client;
+  await using _client = client;
+  const ref = client.nextRef();
+  try {
+    await client.send({
+      type: "export",
+      id: parsed.id,
+      format: parsed.json ? "json" : "markdown",
+      ref,
+    });
+  } catch (error) {
+    if (!(error instanceof AssistantError)) throw error;
+    await writeAll(stderr, `${error.message}\n`);
+    return EXPORT_EXIT.noDaemon;
+  }
+  while (true) {
+    const event = await client.next();
+    if (event === null) {
+      await writeAll(
+        stderr,
+        "The daemon closed the connection before answering.\n",
+      );
+      return EXPORT_EXIT.noDaemon;
+    }
+    if (!("ref" in event) || event.ref !== ref) continue;
+    if (event.type === "export") {
+      await writeAll(stdout, event.text);
+      return EXPORT_EXIT.ok;
+    }
+    if (event.type === "error") {
+      await writeAll(stderr, `${event.message}\n`);
+      return EXPORT_EXIT.failed;
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/** The export formats alone, from a record as the store gives it. */
+import assert from "node:assert/strict";
+import {
+  EXPORT_FORMAT,
+  exportJson,
+  exportMarkdown,
+} from "../../src/assistant/export.ts";
+import { localStamp } from "../../src/assistant/prompt.ts";
+import type { ConversationRecord } from "../../src/store/store.ts";
+
+const RECORD: ConversationRecord = {
+  id: 4,
+  title: "Trip  planning",
+  created: 1_800_000_000,
+  updated: 1_800_000_600,
+  turns: [
+    {
+      user: "Where to?\n\n# Not a heading",
+      reply: "Lisbon.\n",
+      tools: ["weather", "date"],
+      at: 1_800_000_000,
+    },
+    { user: "And then?", reply: "", tools: [], at: 1_800_000_600 },
+  ],
+};
+
+Deno.test("Markdown: the title, the dates, each question quoted, its tools and its reply", () => {
+  const stamp = (s: number) => localStamp(new Date(s * 1000));
+  assert.equal(
+    exportMarkdown(RECORD),
+    [
+      "# Trip planning",
+      `Conversation 4 · created ${stamp(1_800_000_000)} · updated ${
+        stamp(1_800_000_600)
+      } · 2 turns`,
+      `## 1 · ${stamp(1_800_000_000)}`,
+      "> Where to?\n>\n> # Not a heading",
+      "*Tools used: weather, date*",
+      "Lisbon.",
+      `## 2 · ${stamp(1_800_000_600)}`,
+      "> And then?",
+      "*(no reply)*",
+    ].join("\n\n") + "\n",
+  );
+  assert.match(
+    exportMarkdown({ ...RECORD, title: "", turns: [] }),
+    /^# Conversation 4\n\n.* · 0 turns\n$/,
+  );
+});
+
+Deno.test("JSON: the desktop-assistant/1 document, fields in order", () => {
+  const text = exportJson(RECORD);
+  assert.ok(text.endsWith("}\n"));
+  const document = JSON.parse(text);
+  assert.deepEqual(Object.keys(document), [
+    "format",
+    "id",
+    "title",
+    "created",
+    "updated",
+    "turns",
+  ]);
+  assert.equal(document.format, EXPORT_FORMAT);
+  assert.deepEqual(document.turns, RECORD.turns);
+});
