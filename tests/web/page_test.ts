@@ -464,3 +464,107 @@ pageTest(
     assert.match(web.log, /web request refused reason=token/);
   },
 );
+
+pageTest(
+  "retry, edit, rename, export and a private conversation, against the daemon",
+  async () => {
+    await using s = await stack();
+    const { llm, browser, web } = s;
+    const page = await openCanvas(browser, web);
+    llm.enqueue(reply({ content: ["First", " answer."] }));
+    await ask(page, "What is a socket?");
+    await shows(page, LAST, "First answer.");
+    await settled(page);
+
+    llm.enqueue(reply({ content: ["Second", " answer."] }));
+    await click(page, ".turn.last .retry");
+    await shows(page, LAST, "Second answer.");
+    await settled(page);
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 1);
+
+    llm.enqueue(reply({ content: ["Edited", " answer."] }));
+    await page.focus("#input");
+    await page.keyboard.press("ArrowUp");
+    assert.equal(
+      await page.$eval(
+        "#input",
+        (node) => (node as unknown as { value: string }).value,
+      ),
+      "What is a socket?",
+    );
+    await page.keyboard.type(" On Linux?");
+    await page.keyboard.press("Enter");
+    await shows(page, LAST, "Edited answer.");
+    await settled(page);
+    assert.equal(
+      await textOf(page, ".turn.last .question .text"),
+      "What is a socket? On Linux?",
+    );
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 1);
+
+    await page.keyboard.press("F2");
+    await page.keyboard.down("Control");
+    await page.keyboard.press("a");
+    await page.keyboard.up("Control");
+    await page.keyboard.type("Sockets");
+    await page.keyboard.press("Enter");
+    await shows(page, "#title", "Sockets");
+    await shows(page, "#list", "Sockets");
+
+    const downloads = await Deno.makeTempDir({ prefix: "da-web-dl-" });
+    try {
+      const session = await page.createCDPSession();
+      await session.send("Browser.setDownloadBehavior", {
+        behavior: "allow",
+        downloadPath: downloads,
+      });
+      const read = (name: string) =>
+        within(
+          (async () => {
+            while (true) {
+              try {
+                return await Deno.readTextFile(`${downloads}/${name}`);
+              } catch {
+                await new Promise((resolve) => setTimeout(resolve, 50));
+              }
+            }
+          })(),
+          `the download ${name}`,
+        );
+      const id = await page.evaluate(() =>
+        (globalThis as unknown as {
+          daCanvas: { model: { current: { id: number } } };
+        })
+          .daCanvas.model.current.id
+      );
+      await click(page, "#export-md");
+      const markdown = await read(`conversation-${id}.md`);
+      assert.match(markdown, /Sockets/);
+      assert.match(markdown, /What is a socket\? On Linux\?/);
+      assert.match(markdown, /Edited answer\./);
+      await click(page, "#export-json");
+      const json = JSON.parse(await read(`conversation-${id}.json`));
+      assert.equal(json.format, "desktop-assistant/1");
+      assert.equal(json.title, "Sockets");
+      assert.equal(json.turns.length, 1);
+      await session.detach();
+    } finally {
+      await Deno.remove(downloads, { recursive: true });
+    }
+
+    await click(page, "#private");
+    await shows(page, "#title", "Private conversation");
+    assert.ok(await visible(page, "#private-badge"));
+    llm.enqueue(reply({ content: ["Kept", " in memory."] }));
+    await ask(page, "Something private");
+    await shows(page, LAST, "Kept in memory.");
+    await settled(page);
+    await screenshot(page, "12-private");
+    // Never listed: the sidebar still holds the one saved conversation.
+    assert.equal(
+      await page.$$eval("#list button.conv", (nodes) => nodes.length),
+      1,
+    );
+    assert.deepEqual(browser.errors, []);
+  },
+);
