@@ -92,6 +92,7 @@ function turnParts(turn, { live }) {
     tools,
     reply,
     note,
+    user: turn.user,
     drawn: null,
     stream: null,
   };
@@ -121,12 +122,16 @@ function drawTools(list, tools) {
 const REFERENCE = /^ {0,3}\[[^\]]+\]:/m;
 
 /**
- * The reply that just streamed, kept as the finished turn's drawing: its
- * blocks were drawn as they completed, and that is the whole reply drawn
- * once more, except when a reference definition may change earlier blocks.
+ * The reply that just finished streaming (the same question and reply, as
+ * the last turn), kept as the finished turn's drawing: its blocks were
+ * drawn as they completed, which is the whole reply drawn once more, except
+ * when a reference definition may change how earlier blocks render.
  */
 function adopt(live, turn) {
-  if (!live || live.drawn !== turn.reply || REFERENCE.test(turn.reply)) {
+  if (
+    !live || live.user !== turn.user || live.drawn !== turn.reply ||
+    REFERENCE.test(turn.reply)
+  ) {
     return null;
   }
   live.article.classList.remove("live");
@@ -205,7 +210,10 @@ export class CanvasView {
       const nodes = turns.map((turn, index) => {
         let article = this.#drawn.get(turn);
         if (!article) {
-          const parts = adopt(live, turn) ?? turnParts(turn, { live: false });
+          const finished = index === turns.length - 1 &&
+            model.shownPending === null;
+          const parts = (finished ? adopt(live, turn) : null) ??
+            turnParts(turn, { live: false });
           fillTurn(parts, turn, { live: false });
           article = parts.article;
           this.#drawn.set(turn, article);
