@@ -91,11 +91,24 @@ alive() {
   [ "${stat%% *}" != Z ]
 }
 
-# The pid in the pid file when that process lives.
+# Whether process $1 is this daemon, by its command line in /proc: this
+# binary, or deno running this main.ts, with `serve`. A pid file outlives a
+# crash, and the system may since have given its number to anything else.
+ours() {
+  local args=() i
+  mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
+  [ "${args[0]:-}" = "$binary" ] && [ "${args[1]:-}" = serve ] && return 0
+  for ((i = 1; i + 1 < ${#args[@]}; i++)); do
+    [ "${args[i]}" = "$main" ] && [ "${args[i + 1]}" = serve ] && return 0
+  done
+  return 1
+}
+
+# The pid in the pid file when that process lives and is this daemon.
 live_pid() {
   local pid
   pid=$(cat "$pid_file" 2>/dev/null) || return 1
-  [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" && printf '%s\n' "$pid"
+  [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" && ours "$pid" && printf '%s\n' "$pid"
 }
 
 ping_script='const conn = await Deno.connect({ transport: "unix", path: Deno.args[0] });
@@ -107,16 +120,19 @@ for (;;) {
   const n = await conn.read(buffer);
   if (n === null) break;
   text += decoder.decode(buffer.subarray(0, n), { stream: true });
-  const pong = text.split("\n").find((line) => line.includes("\"type\":\"pong\""));
+  const lines = text.split("\n");
+  const pong = lines.find((line) => line.startsWith("{\"type\":\"pong\""));
   if (pong) {
-    await Deno.stdout.write(new TextEncoder().encode(pong + "\n"));
+    const hello = lines.find((line) => line.startsWith("{\"type\":\"hello\""));
+    const out = (hello ? hello + "\n" : "") + pong + "\n";
+    await Deno.stdout.write(new TextEncoder().encode(out));
     break;
   }
 }
 conn.close();'
 
-# Prints the daemon's pong line; fails when nothing answers on the socket.
-ping() {
+# Prints the daemon's hello and pong lines; fails when nothing answers on the socket.
+greeting() {
   [ -S "$socket" ] || return 1
   local out="" how=${ASSISTANT_PING:-}
   if [ -z "$how" ]; then
@@ -137,7 +153,42 @@ ping() {
       "--allow-net=unix:$socket" "--allow-read=$socket" "--allow-write=$socket" \
       - "$socket" <<<"$ping_script" 2>/dev/null) || true
   fi
-  grep -m 1 '"type":"pong"' <<<"$out"
+  grep -q '^{"type":"pong"' <<<"$out" || return 1
+  grep -E '^\{"type":"(hello|pong)"' <<<"$out"
+}
+
+# Prints the daemon's pong line; fails when nothing answers on the socket.
+ping() {
+  local out
+  out=$(greeting) || return 1
+  grep -m 1 '^{"type":"pong"' <<<"$out"
+}
+
+# The llama-server state from a hello line's `backend` (its fields are in a
+# fixed order).
+backend_state() {
+  local string='"(([^"\\]|\\.)*)"'
+  local fields
+  fields=$(sed -E -n "s/.*\"backend\":\\{\"state\":\"([a-z_]+)\",\"url\":$string,\"model\":(null|$string),\"ctx_max\":(null|[0-9]+),\"message\":(null|$string)\\}.*/\\1\\n\\2\\n\\5\\n\\7\\n\\9/p" <<<"$1")
+  if [ -z "$fields" ]; then
+    echo "not reported (a daemon from before backend events)"
+    return 0
+  fi
+  local state url model ctx message
+  {
+    IFS= read -r state
+    IFS= read -r url
+    IFS= read -r model
+    IFS= read -r ctx
+    IFS= read -r message
+  } <<<"$fields"
+  [ "$ctx" != null ] || ctx=
+  message=${message//\\\"/\"}
+  case $state in
+    up) echo "up at $url, model ${model:-unknown}${ctx:+, context $ctx tokens}" ;;
+    unknown) echo "unknown at $url (not probed yet)" ;;
+    *) echo "$state at $url${message:+: $message}" ;;
+  esac
 }
 
 field() { # field NAME JSON-LINE: a number or string field of a flat event
@@ -242,9 +293,12 @@ cmd_status() {
   else
     echo "process: no pid file at $pid_file"
   fi
-  if pong=$(ping); then
+  local lines
+  if lines=$(greeting); then
     up=0
+    pong=$(grep -m 1 '^{"type":"pong"' <<<"$lines")
     echo "socket: $socket answers ping: pid $(field pid "$pong"), version $(field version "$pong"), up $(field uptime "$pong") s"
+    echo "backend: $(backend_state "$(grep -m 1 '^{"type":"hello"' <<<"$lines")")"
   elif [ -S "$socket" ]; then
     echo "socket: $socket does not answer ping"
   else

@@ -1,6 +1,6 @@
 /**
  * The command line: `serve` (default), `chat`, `ask`, `export`, `web`,
- * `flags`, `check`, and `launch` (what `deno task start|check|compile` run: it
+ * `flags`, `check`, and `launch` (what `deno task check|compile` run: it
  * derives the flags and starts the real command with exactly those). Every
  * command returns its exit code here, and the process ends at the one exit
  * point at the bottom.
@@ -16,9 +16,11 @@ const USAGE = `usage: main.ts [command] [options]
                      print one answer (the question from stdin when omitted)
   export ID [--json] print a conversation as Markdown (or JSON)
   web [--port N]     the browser canvas (deno task web runs it with its own grants)
-  flags [--shell]    print the permission flags the daemon needs
+  web-flags [--task] print the canvas's flags (--task: its whole command, for deno task web)
+  flags [--shell|--task]
+                     print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database
-  launch [serve|check|compile]
+  launch check|compile
                      derive the flags and run that command with exactly them`;
 
 async function main(args: string[]): Promise<number> {
@@ -30,16 +32,14 @@ async function main(args: string[]): Promise<number> {
       return await (await import("./src/daemon.ts")).serve();
     case "chat":
       return await (await import("./src/clients/chat.ts")).runChat(rest);
-    case "chat-launch":
-      return await (await import("./src/clients/chat.ts")).launchChat(rest);
     case "ask":
       return await (await import("./src/clients/ask.ts")).runAsk(rest);
     case "export":
       return await (await import("./src/clients/export.ts")).runExport(rest);
     case "web":
       return await (await import("./src/web/web.ts")).runWeb(rest);
-    case "web-launch":
-      return await (await import("./src/web/launch_web.ts")).launchWeb(rest);
+    case "web-flags":
+      return await (await import("./src/web/web_flags.ts")).printWebFlags(rest);
     case "flags":
       return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":
@@ -60,13 +60,23 @@ async function main(args: string[]): Promise<number> {
   }
 }
 
+/** The status of a process ended by SIGPIPE, which a shell reports for `… | head -1`. */
+const BROKEN_PIPE_EXIT = 128 + 13;
+
 if (import.meta.main) {
   let code: number;
   try {
     code = await main(Deno.args);
   } catch (error) {
-    log.error("exit", { code: 1, error: describeError(error) });
-    code = 1;
+    if (error instanceof Deno.errors.BrokenPipe) {
+      // Whoever read the output has gone (`main.ts --help | head -1`): there
+      // is nobody to tell, and nothing went wrong here. Deno ignores SIGPIPE,
+      // so this is where the quiet end that signal gives other tools happens.
+      code = BROKEN_PIPE_EXIT;
+    } else {
+      log.error("exit", { code: 1, error: describeError(error) });
+      code = 1;
+    }
   }
   Deno.exit(code);
 }

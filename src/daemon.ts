@@ -3,6 +3,7 @@ import { Assistant } from "./assistant/assistant.ts";
 import { loadConfig } from "./launch/config.ts";
 import { type Env, resolvePaths } from "./launch/paths.ts";
 import { AssistantError } from "./errors.ts";
+import { BackendWatch } from "./llm/backend.ts";
 import { LlmClient } from "./llm/client.ts";
 import { describeError, log } from "./log.ts";
 import { missingGrants } from "./launch/permissions.ts";
@@ -64,17 +65,25 @@ function survivingFaults(): Disposable {
   };
 }
 
+function granted(variable: string): boolean {
+  return Deno.permissions.querySync({ name: "env", variable }).state ===
+    "granted";
+}
+
 /** How long shutdown waits for a stopped reply (and a tool being killed) to wind down. */
 const SETTLE_MS = 5000;
 
-/** Resolves true once no reply is in flight, or false after `ms`. */
-async function settle(assistant: Assistant, ms: number): Promise<boolean> {
+/** How long the socket waits for the first probe, so a client's `hello` rarely says `unknown`. */
+const FIRST_PROBE_MS = 1000;
+
+/** Resolves true once `promise` settles, or false after `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);
   });
   try {
-    return await Promise.race([assistant.settled().then(() => true), late]);
+    return await Promise.race([promise.then(() => true, () => true), late]);
   } finally {
     clearTimeout(timer);
   }
@@ -85,6 +94,13 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // Both first, so a signal or a fault during start-up is handled as later.
   using stopSignals = options.stop ? null : signals();
   using _faults = survivingFaults();
+  if (!options.env && !granted("XDG_RUNTIME_DIR")) {
+    // No grant at all: the flags never came (deno task start's derivation
+    // failed, and said why above), rather than one being too narrow.
+    throw new AssistantError(
+      "Started without its permission flags: start the daemon with deno task start or assistant.sh start, which derive them (main.ts flags prints them)",
+    );
+  }
   const paths = resolvePaths(options.env);
   const { config, warnings, file } = await loadConfig(paths);
   for (const warning of warnings) log.warn(warning);
@@ -105,10 +121,21 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // A live daemon on the socket makes this one refuse before it touches the
   // history the other one owns.
   await clearSocketPath(paths.socketPath);
-  const { tools, skipped } = await loadTools(config.tools_dirs);
-  // The store's upkeep waits for a pause in the replies; the brain that
-  // knows of them is made below.
+  // The store's upkeep and the backend's polls wait for a pause in the
+  // replies; the brain that knows of them is made below.
   let replying = () => false;
+  let server: Server | null = null;
+  using backend = new BackendWatch({
+    url: config.llm_url,
+    model: config.model,
+    pollMs: config.backend_poll * 1000,
+    emit: (view) => server?.broadcast({ type: "backend", ...view }),
+    busy: () => replying(),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  // The first probe runs while the tools and the history are opened.
+  const firstProbe = backend.probe();
+  const { tools, skipped } = await loadTools(config.tools_dirs);
   using store = new Store(paths.dbPath, { busy: () => replying() });
   // The worker (a second isolate loading node:sqlite) starts once the socket
   // listens, so it does not compete with start-up; a search before then
@@ -126,8 +153,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     model: config.model,
     stallMs: config.stall_timeout * 1000,
     ...(options.fetch ? { fetch: options.fetch } : {}),
+    observer: backend,
   });
-  let server: Server | null = null;
   using assistant = new Assistant({
     store,
     llm,
@@ -137,12 +164,15 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     searcher,
     version: VERSION,
     emit: (event) => server?.broadcast(event),
+    backend: () => backend.view,
   });
   replying = () => assistant.replying;
+  await within(firstProbe, FIRST_PROBE_MS);
   await using listening = await Server.listen({
     path: paths.socketPath,
     brain: assistant,
     maxClients: config.max_clients,
+    onClients: (count) => backend.clients(count),
   });
   server = listening;
   worker ??= new SearchWorker(paths.dbPath);
@@ -160,7 +190,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // for every client before the server closes them.
   assistant.shutdown();
   await listening.close();
-  if (!await settle(assistant, SETTLE_MS)) {
+  if (!await within(assistant.settled(), SETTLE_MS)) {
     log.warn("reply still winding down at exit", { ms: SETTLE_MS });
   }
   await worker?.close();

@@ -59,8 +59,28 @@ export interface PendingView {
   replaces?: true;
 }
 
+/** The reply in flight as `hello` shows it: `id` is its conversation, null for the unsaved current one it will create. */
+export interface HelloPending extends PendingView {
+  id: number | null;
+}
+
 /** Daemon activity shown by clients. */
 export type State = "idle" | "thinking" | "tool";
+
+/** What llama-server can do, as the daemon last found it (`unknown` before the first probe). */
+export type BackendState = "unknown" | "up" | "loading" | "no_model" | "down";
+
+/** The `backend` event without its type, and `hello.backend`. */
+export interface BackendView {
+  state: BackendState;
+  url: string;
+  /** The model in use when `up`, else null. */
+  model: string | null;
+  /** Its context size when `up` and known, else null. */
+  ctx_max: number | null;
+  /** Why it is not `up`, in words; null when `up`. */
+  message: string | null;
+}
 
 /** Every outbound event. */
 export type Event =
@@ -71,9 +91,10 @@ export type Event =
     model: string | null;
     ctx_used: number | null;
     ctx_max: number | null;
+    backend?: BackendView;
     id: number | null;
     turns: TurnView[];
-    pending: PendingView | null;
+    pending: HelloPending | null;
     private?: true;
   }
   | { type: "state"; state: State; tool?: string }
@@ -121,7 +142,8 @@ export type Event =
     uptime: number;
     version: string;
     ref?: Ref;
-  };
+  }
+  | ({ type: "backend" } & BackendView);
 
 /** `{ref}` when there is one, else nothing: spread into an event, never `ref: undefined`. */
 export function refField(ref: Ref | undefined): { ref?: Ref } {

@@ -29,6 +29,11 @@ const ROW_IDS = [
   "startup",
   "memory.idle",
   "memory.growth",
+  "memory.leak",
+  "tasks.start",
+  "tasks.chat",
+  "memory.fuzz",
+  "backend.idle_cpu",
   "web.relay",
   "web.render",
 ];

@@ -8,9 +8,11 @@ import { describeSafely, log } from "../log.ts";
 import type { ModelChoice } from "../llm/client.ts";
 import { type ModelSource, runReply, type TurnConfig } from "./reply.ts";
 import {
+  type BackendView,
   type Command,
   DEFAULT_LIST_LIMIT,
   type Event,
+  type HelloPending,
   type PendingView,
   type Ref,
   refField,
@@ -45,6 +47,8 @@ export interface AssistantOptions {
   runTool?: typeof runTool;
   /** Coreutils `timeout`, to kill a timed-out tool's whole process group; null kills the tool alone. */
   toolKillHelper?: string | null;
+  /** The llama-server state for `hello.backend`. */
+  backend?: () => BackendView;
 }
 
 interface Conversation {
@@ -89,6 +93,8 @@ export class Assistant implements Disposable {
   #current: Conversation = emptyConversation();
   #gen = 0;
   #reply: Reply | null = null;
+  /** Every reply's run until it returns, a stopped one included. */
+  #runs = new Set<Promise<void>>();
   #state: State = "idle";
   #tool: string | null = null;
   #model: string | null = null;
@@ -113,9 +119,7 @@ export class Assistant implements Disposable {
 
   /** The `hello` for a client that just connected. */
   hello(): Event {
-    const pending = this.#reply
-      ? { ...this.#reply.pending, tools: [...this.#reply.pending.tools] }
-      : null;
+    const pending = this.#helloPending();
     return {
       type: "hello",
       state: this.#state,
@@ -123,11 +127,25 @@ export class Assistant implements Disposable {
       model: this.#model,
       ctx_used: this.#ctxUsed,
       ctx_max: this.#ctxMax,
+      ...(this.#options.backend ? { backend: this.#options.backend() } : {}),
       id: this.#current.id,
       turns: this.#current.turns,
       pending,
       ...(this.#current.private ? { private: true as const } : {}),
     };
+  }
+
+  /**
+   * The reply in flight with the conversation it belongs to. One that will
+   * create its conversation while another (a `new` one) is current is left
+   * out: both ids are null, and a client would show it in the wrong one.
+   */
+  #helloPending(): HelloPending | null {
+    const reply = this.#reply;
+    if (!reply) return null;
+    const { conversation, pending } = reply;
+    if (conversation.id === null && conversation !== this.#current) return null;
+    return { id: conversation.id, ...pending, tools: [...pending.tools] };
   }
 
   /**
@@ -204,9 +222,16 @@ export class Assistant implements Disposable {
     return this.#reply !== null;
   }
 
-  /** Resolves once no reply and no title request is in flight (shutdown and tests). */
+  /**
+   * Resolves once every reply's run and title request has returned (shutdown
+   * and tests). This
+   * is a real wait: a stopped reply is no longer the one in flight at once,
+   * but its run still winds down (its request closing, a killed tool's
+   * process ending) until it returns, and shutdown closes the database only
+   * after that (or after its time limit).
+   */
   async settled(): Promise<void> {
-    while (this.#reply) await this.#reply.finished;
+    while (this.#runs.size > 0) await Promise.allSettled(this.#runs);
     await this.#titles.settled();
   }
 
@@ -325,7 +350,11 @@ export class Assistant implements Disposable {
       ...refField(start.ref),
     });
     this.#setState("thinking");
-    this.#run(reply).finally(resolve);
+    const run = this.#run(reply).finally(() => {
+      this.#runs.delete(run);
+      resolve();
+    });
+    this.#runs.add(run);
   }
 
   #stale(reply: Reply): boolean {

@@ -174,8 +174,12 @@ async function readStream(
             type: "function" as const,
             function: { name: "", arguments: "" },
           };
-        if (delta.id) call.id = delta.id;
-        if (delta.name) call.function.name += delta.name;
+        // The first piece names the call; later pieces only add arguments,
+        // whatever else a server repeats in them.
+        if (call.id === "" && delta.id) call.id = delta.id;
+        if (call.function.name === "" && delta.name) {
+          call.function.name = delta.name;
+        }
         call.function.arguments += delta.arguments;
         pieces.set(delta.index, call);
         break;

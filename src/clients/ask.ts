@@ -10,6 +10,7 @@ import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import type { Event, Ref } from "../protocol.ts";
 import { writeAll, type Writer } from "../write_all.ts";
+import { sanitize } from "./terminal_text.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
 export interface AskOptions {
@@ -20,6 +21,8 @@ export interface AskOptions {
   stderr?: Writer;
   /** Dim the reasoning on stderr; default: stderr is a terminal and NO_COLOR is unset. */
   dimStderr?: boolean;
+  /** Whether stdout, and stderr, are terminals: daemon text written there is sanitised as chat does; default: asks each stream. */
+  terminal?: { stdout: boolean; stderr: boolean };
   /** Aborts like Ctrl-C; default: SIGINT. */
   interrupt?: AbortSignal;
 }
@@ -150,7 +153,9 @@ export async function runAsk(
   const dim = options.dimStderr ??
     (Deno.stderr.isTerminal() && !Deno.noColor);
   const ref = client.nextRef();
-  const turn = new TurnPrinter(stdout, stderr, parsed, dim, ref);
+  const terminal = options.terminal ??
+    { stdout: Deno.stdout.isTerminal(), stderr: Deno.stderr.isTerminal() };
+  const turn = new TurnPrinter(stdout, stderr, parsed, dim, ref, terminal);
   try {
     await client.send({ type: "ask", text: question, ref });
   } catch (error) {
@@ -202,6 +207,8 @@ class TurnPrinter {
     readonly dim: boolean,
     /** The ref our `ask` carries, and so its answers and turn. */
     readonly ref: Ref,
+    /** Which streams are terminals: text from the daemon is sanitised there, and byte-exact into a pipe. */
+    readonly terminal: { stdout: boolean; stderr: boolean },
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
@@ -212,7 +219,7 @@ class TurnPrinter {
       // events (and the stop our ask gives it) are not ours.
       if (!ours) return null;
       if (event.type === "error") {
-        await writeAll(this.stderr, `${event.message}\n`);
+        await this.#message(event.message);
         return ASK_EXIT.failed;
       }
       if (event.type !== "user") return null;
@@ -231,13 +238,18 @@ class TurnPrinter {
       case "tool":
         if (this.args.think) {
           await this.#closeThink();
-          await this.#err(`[tool ${event.name}${event.done ? " done" : ""}]\n`);
+          await this.#err(
+            `[tool ${this.#forErr(event.name)}${event.done ? " done" : ""}]\n`,
+          );
         }
         return null;
       case "token":
         if (!this.args.json) {
           await this.#closeThink();
-          await writeAll(this.stdout, event.delta);
+          await writeAll(
+            this.stdout,
+            this.terminal.stdout ? sanitize(event.delta) : event.delta,
+          );
         }
         this.#wroteAnswer ||= event.delta !== "";
         return null;
@@ -252,12 +264,8 @@ class TurnPrinter {
         }
         return ASK_EXIT.failed;
       case "error":
-        if (event.turn !== true) {
-          await writeAll(this.stderr, `${event.message}\n`);
-          return ASK_EXIT.failed;
-        }
-        await this.finish();
-        await writeAll(this.stderr, `${event.message}\n`);
+        if (event.turn === true) await this.finish();
+        await this.#message(event.message);
         return ASK_EXIT.failed;
       default:
         return null;
@@ -274,7 +282,16 @@ class TurnPrinter {
 
   async #think(delta: string): Promise<void> {
     this.#thinkOpen = true;
-    await this.#err(delta);
+    await this.#err(this.#forErr(delta));
+  }
+
+  /** A message of the daemon's on its own line of stderr. */
+  #message(message: string): Promise<void> {
+    return writeAll(this.stderr, `${this.#forErr(message)}\n`);
+  }
+
+  #forErr(text: string): string {
+    return this.terminal.stderr ? sanitize(text) : text;
   }
 
   async #closeThink(): Promise<void> {

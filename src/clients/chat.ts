@@ -1,16 +1,14 @@
 /**
  * `deno task chat` (`main.ts chat`): the interactive terminal client. On a
  * terminal it edits lines in raw mode; with piped input it takes one line
- * at a time, each once the one before has been answered. `chat-launch`
- * re-runs it with exactly the grants the socket needs.
+ * at a time, each once the one before has been answered. `deno task chat`
+ * runs it with exactly the grants the socket needs (`clientFlags`).
  */
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { resolve } from "node:path";
 import { Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
-import { clientFlags, clientSocketPath, connectOrExplain } from "./client.ts";
+import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
-import { AssistantError } from "../errors.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../server/line_stream.ts";
@@ -202,97 +200,4 @@ function onSigint(session: ChatSession): Disposable {
   return {
     [Symbol.dispose]: () => Deno.removeSignalListener("SIGINT", handler),
   };
-}
-
-/** The directory `deno task chat` was started from (deno runs tasks in the project's). */
-function startDir(env?: Env): string {
-  try {
-    return (env ?? ((name) => Deno.env.get(name)))("INIT_CWD") ?? Deno.cwd();
-  } catch {
-    // No grant for INIT_CWD: the working directory is the next best guess.
-    return Deno.cwd();
-  }
-}
-
-/**
- * The command that runs `chat` with exactly the socket's grants, and with
- * `--export-dir DIR` writing in that one directory too (made absolute
- * against the directory chat was started from).
- */
-export function chatCommand(
-  args: string[],
-  env?: Env,
-): { command: string; args: string[]; cwd: string } {
-  const socket = clientSocketPath(env);
-  const { exportDir } = parseChatArgs(args);
-  let chatArgs = args;
-  let writeFlags: string[] = [];
-  if (exportDir !== null) {
-    const dir = resolve(startDir(env), exportDir);
-    if (dir.includes(",")) {
-      throw new AssistantError(
-        `The export directory ${dir} contains a comma, which a Deno permission list cannot express: choose another`,
-      );
-    }
-    writeFlags = [`--allow-write=${dir}`];
-    chatArgs = [
-      ...args.filter((arg, i) =>
-        arg !== "--export-dir" && args[i - 1] !== "--export-dir" &&
-        !arg.startsWith("--export-dir=")
-      ),
-      `--export-dir=${dir}`,
-    ];
-  }
-  const main = fileURLToPath(new URL("../../main.ts", import.meta.url));
-  // `--allow-run=deno` grants the PATH's deno by name, not Deno.execPath().
-  const self = Deno.execPath();
-  const granted = Deno.permissions.querySync({ name: "run", command: self });
-  return {
-    command: granted.state === "granted" ? self : "deno",
-    args: [
-      "run",
-      "--quiet",
-      "--no-prompt",
-      ...clientFlags(socket),
-      ...writeFlags,
-      main,
-      "chat",
-      ...chatArgs,
-    ],
-    cwd: dirname(main),
-  };
-}
-
-/** `main.ts chat-launch`: runs `chat` in a child with exactly the socket's grants and the terminal inherited; resolves to its exit code. */
-export async function launchChat(
-  args: string[],
-  options: { env?: Env } = {},
-): Promise<number> {
-  let command: ReturnType<typeof chatCommand>;
-  try {
-    command = chatCommand(args, options.env);
-  } catch (error) {
-    if (error instanceof TypeError) {
-      writeStderr(`${error.message}\n`);
-      return CHAT_EXIT.usage;
-    }
-    if (!(error instanceof AssistantError)) throw error;
-    writeStderr(`${error.message}\n`);
-    return CHAT_EXIT.noDaemon;
-  }
-  // The child owns the terminal and its Ctrl-C; this process only waits.
-  const ignore = () => {};
-  Deno.addSignalListener("SIGINT", ignore);
-  try {
-    const child = new Deno.Command(command.command, {
-      args: command.args,
-      cwd: command.cwd,
-      stdin: "inherit",
-      stdout: "inherit",
-      stderr: "inherit",
-    }).spawn();
-    return (await child.status).code;
-  } finally {
-    Deno.removeSignalListener("SIGINT", ignore);
-  }
 }

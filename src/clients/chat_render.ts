@@ -3,7 +3,10 @@
  * conversation, reasoning dimmed, the answer as it streams, tool use as a
  * status line, errors in red. Pure: it returns text and tracks the column.
  */
-import type { Event, PendingView, TurnView } from "../protocol.ts";
+import type { BackendView, Event, PendingView, TurnView } from "../protocol.ts";
+import { sanitize } from "./terminal_text.ts";
+
+export { sanitize };
 
 /** Options of a {@link Renderer}. */
 export interface RendererOptions {
@@ -28,14 +31,6 @@ const STYLE = {
   yellow: "\x1b[33m",
   reset: "\x1b[0m",
 };
-
-// deno-lint-ignore no-control-regex
-const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
-
-/** Removes control characters (escape sequences included) but newlines and tabs: text from the model never drives the terminal. */
-export function sanitize(text: string): string {
-  return text.replace(/\r\n?/g, "\n").replace(CONTROLS, "");
-}
 
 /** Local `YYYY-MM-DD HH:MM` of a Unix time in seconds. */
 export function formatTime(seconds: number): string {
@@ -67,12 +62,32 @@ export class Renderer {
 
   /** The greeting: the banner, the current conversation and any reply in flight. */
   hello(event: Extract<Event, { type: "hello" }>): string {
-    const model = event.model === null ? "" : ` · ${modelName(event.model)}`;
+    const backend = event.backend;
+    const model = backend
+      ? ""
+      : event.model === null
+      ? ""
+      : ` · ${modelName(event.model)}`;
+    const state = backend ? ` · ${backendText(backend)}` : "";
     let out = this.#line(
-      this.#style("dim", `desktop-assistant${model} · /help for commands`),
+      this.#style(
+        "dim",
+        `desktop-assistant${model}${state} · /help for commands`,
+      ),
     );
     out += this.#conversationBody(event.id, event.turns, event.private);
-    if (event.pending) out += this.#pending(event.pending, event.state);
+    const pending = event.pending;
+    // A reply that belongs to another conversation is not this one's turn.
+    if (pending && pending.id === event.id) {
+      out += this.#pending(pending, event.state);
+    } else if (pending) {
+      out += this.#line(
+        this.#style(
+          "dim",
+          `[a reply is streaming in conversation #${pending.id}]`,
+        ),
+      );
+    }
     return out;
   }
 
@@ -117,6 +132,17 @@ export class Renderer {
           );
       case "hello":
         return this.#endSection() + this.hello(event);
+      case "backend":
+        return this.#endSection() + this.#line(
+          this.#style(
+            event.state === "up"
+              ? "dim"
+              : event.state === "down"
+              ? "red"
+              : "yellow",
+            backendText(event),
+          ),
+        );
       default:
         return "";
     }
@@ -315,6 +341,18 @@ export class Renderer {
 
 function oneLine(text: string): string {
   return sanitize(text).replace(/\s+/g, " ").trim();
+}
+
+/** The llama-server state in a line: `backend up · model`, or the state and why. */
+export function backendText(view: BackendView): string {
+  if (view.state === "up") {
+    return view.model === null
+      ? "backend up"
+      : `backend up · ${modelName(view.model)}`;
+  }
+  return view.message === null
+    ? `backend ${view.state}`
+    : `backend ${view.state}: ${sanitize(view.message)}`;
 }
 
 /** The name a person knows a model by: a file path's last part without `.gguf`. */

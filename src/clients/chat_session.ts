@@ -467,7 +467,7 @@ function writeProblem(path: string, error: unknown): string {
     return `${path} already exists: give another file name`;
   }
   if (error instanceof Deno.errors.NotCapable) {
-    return `chat may not write ${path}: start it with --export-dir DIR (files go there), or run main.ts export N > file`;
+    return `chat may not write ${path}: start it with --export-dir DIR and a write grant for DIR (see the README), or run main.ts export N > file`;
   }
   return `cannot write ${path}: ${
     error instanceof Error ? error.message : String(error)

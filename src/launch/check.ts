@@ -1,12 +1,14 @@
 /**
- * `main.ts check`: validates the config and the tools, probes llama-server
- * the way a turn would, and checks the history database, printing one line
- * per check. It never creates a database and never makes a router load a model.
+ * `main.ts check`: validates the config and the tools, prints the backend
+ * state as the daemon would find it, looks up the model the way a turn
+ * would, and checks the history database, printing one line per check. It
+ * never creates a database and never makes a router load a model.
  */
 
 import { type Config, loadConfig } from "./config.ts";
 import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { DatabaseSync } from "node:sqlite";
+import { probeBackend } from "../llm/backend_probe.ts";
 import { LlmClient } from "../llm/client.ts";
 import { setQuiet } from "../log.ts";
 import { writeAll } from "../write_all.ts";
@@ -131,43 +133,29 @@ async function* llmLines(
   const url = config.llm_url;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const fetcher = options.fetch ?? globalThis.fetch;
-  let response: Response;
-  try {
-    response = await fetcher(`${url}/health`, {
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (error) {
-    const why = error instanceof DOMException && error.name === "TimeoutError"
-      ? `no answer within ${timeoutMs / 1000} s`
-      : messageOf(error);
+  // The probe the daemon makes, so check prints the state clients would see.
+  const { view: backend } = await probeBackend({
+    url,
+    model: config.model,
+    timeoutMs,
+    fetch: fetcher,
+  });
+  if (backend.state === "down") {
     yield {
       status: "fail",
-      subject: "llama-server",
+      subject: "backend",
       message:
-        `unreachable at ${url} (${why}): start llama-server there, or set llm_url in the config`,
+        `down: ${backend.message}: start llama-server there, or set llm_url in the config`,
     };
     return;
   }
-  await response.body?.cancel();
-  if (response.status === 503) {
-    yield {
-      status: "warn",
-      subject: "llama-server",
-      message: `${url} answers /health with 503: it is still loading a model`,
-    };
-  } else if (!response.ok) {
-    yield {
-      status: "warn",
-      subject: "llama-server",
-      message: `${url} answers /health with ${response.status}`,
-    };
-  } else {
-    yield {
-      status: "ok",
-      subject: "llama-server",
-      message: `${url} answers /health`,
-    };
-  }
+  yield {
+    status: backend.state === "up" ? "ok" : "warn",
+    subject: "backend",
+    message: `${backend.state} at ${url}${
+      backend.message === null ? "" : `: ${backend.message}`
+    }`,
+  };
   const client = new LlmClient({
     url,
     model: config.model,

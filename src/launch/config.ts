@@ -24,6 +24,8 @@ export interface Config {
   max_clients: number;
   /** After a conversation's first reply, ask the model for a short title. */
   auto_title: boolean;
+  /** Seconds between probes of llama-server while a client is connected; 0 turns polling off. */
+  backend_poll: number;
   tools_dirs: string[];
   /** Loopback port of the browser canvas (`deno task web`); 0 picks a free one. */
   web_port: number;
@@ -58,6 +60,7 @@ export function defaultConfig(paths: Paths): Config {
     stall_timeout: 180,
     max_clients: 32,
     auto_title: false,
+    backend_poll: 5,
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
     web_port: DEFAULT_WEB_PORT,
     request: {},
@@ -186,6 +189,10 @@ const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
   },
   max_clients: { expected: "an integer >= 1", ok: (v) => isInt(v) && v >= 1 },
   auto_title: { expected: "a boolean", ok: (v) => typeof v === "boolean" },
+  backend_poll: {
+    expected: `a number of seconds from 0 (off) to ${MAX_SECONDS}`,
+    ok: (v) => v === 0 || isSeconds(v),
+  },
   tools_dirs: {
     expected: "an array of non-empty strings",
     ok: (v) =>

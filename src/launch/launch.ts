@@ -1,7 +1,8 @@
 /**
- * The launcher: derives the daemon's permission flags from its paths, config
- * and tools, then starts `deno run` (or `deno compile`) with exactly those.
- * It is what `deno task start|check|compile` and `assistant.sh` rely on.
+ * The daemon's permission flags, derived from its paths, config and tools:
+ * `main.ts flags` prints them (what `deno task start` and `assistant.sh`
+ * start the daemon with), and `main.ts launch check|compile` runs `deno run`
+ * (or `deno compile`) with exactly those.
  */
 
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
@@ -106,15 +107,33 @@ export function shellQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
-/** `main.ts flags [--shell]`: the daemon's flags, one per line, or one shell-quoted line. */
+/**
+ * Refuses a flag that `deno task`'s word splitting would cut: the tasks pass
+ * the flags as `$(main.ts flags --task)`, which splits at every space.
+ */
+export function taskWords(flags: string[]): string[] {
+  const cut = flags.find((flag) => /\s/.test(flag));
+  if (cut !== undefined) {
+    throw new AssistantError(
+      `The flag ${
+        JSON.stringify(cut.slice(0, 200))
+      } contains whitespace, which deno task start cannot pass as one word: start the daemon with assistant.sh start (it keeps each flag whole), or move the path`,
+    );
+  }
+  return flags;
+}
+
+const FLAG_OPTIONS = ["--shell", "--task"];
+
+/** `main.ts flags [--shell|--task]`: the daemon's flags, one per line (`--task`: refusing whitespace), or one shell-quoted line. */
 export async function printFlags(args: string[]): Promise<number> {
-  const unknown = args.filter((arg) => arg !== "--shell");
-  if (unknown.length > 0) {
+  const unknown = args.filter((arg) => !FLAG_OPTIONS.includes(arg));
+  if (unknown.length > 0 || args.length > 1) {
     await writeAll(
       Deno.stderr,
       `Unknown option ${
-        JSON.stringify(unknown[0])
-      } for flags: the only option is --shell.\n`,
+        JSON.stringify(unknown[0] ?? args.join(" "))
+      } for flags: use one of --shell, --task, or none.\n`,
     );
     return 64;
   }
@@ -122,7 +141,8 @@ export async function printFlags(args: string[]): Promise<number> {
   const { flags } = await deriveDaemonFlags();
   const text = args.includes("--shell")
     ? flags.map(shellQuote).join(" ") + "\n"
-    : flags.map((flag) => flag + "\n").join("");
+    : (args.includes("--task") ? taskWords(flags) : flags)
+      .map((flag) => flag + "\n").join("");
   await writeAll(Deno.stdout, text);
   return 0;
 }
@@ -142,10 +162,7 @@ export function denoExecutable(): string {
 const FORWARDED = ["SIGTERM", "SIGINT"] as const;
 
 /** Runs a command with inherited stdio, forwarding SIGTERM and SIGINT to it; resolves to its exit code. */
-export async function runForwarding(
-  command: string,
-  args: string[],
-): Promise<number> {
+async function runForwarding(command: string, args: string[]): Promise<number> {
   const child = new Deno.Command(command, {
     args,
     stdin: "inherit",
@@ -247,17 +264,20 @@ async function compile(args: string[]): Promise<number> {
   ]);
 }
 
-/** `main.ts launch [serve|check|compile]`: derives the flags and runs that command with exactly them; resolves to its exit code. */
+/**
+ * `main.ts launch check|compile`: derives the flags and runs that command
+ * with exactly them; resolves to its exit code. The daemon itself starts
+ * without a launcher (`deno task start` passes it `$(main.ts flags --task)`),
+ * so nothing stays resident beside it.
+ */
 export async function launch(args: string[]): Promise<number> {
-  const [command = "serve", ...rest] = args;
+  const [command = "", ...rest] = args;
   switch (command) {
-    case "serve":
     case "check": {
       let flags: string[];
       try {
         ({ flags } = await deriveDaemonFlags());
       } catch (error) {
-        if (command !== "check") throw error;
         // The check's own report format, so a broken config reads the same.
         const subject = error instanceof SyntaxError ||
             error instanceof TypeError
@@ -287,7 +307,7 @@ export async function launch(args: string[]): Promise<number> {
         Deno.stderr,
         `Unknown launch command ${
           JSON.stringify(command)
-        }: use serve, check or compile.\n`,
+        }: use check or compile (deno task start runs the daemon).\n`,
       );
       return 64;
   }

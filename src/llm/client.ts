@@ -15,6 +15,14 @@ export interface ModelChoice {
   nCtx: number | null;
 }
 
+/** Told of every turn's model lookup, so the backend state follows the turns. */
+export interface LookupObserver {
+  /** The lookup found the model a turn uses. */
+  chosen(choice: ModelChoice): void;
+  /** The lookup failed (not by the caller's abort). */
+  failed(): void;
+}
+
 /** How to reach llama-server. */
 export interface LlmOptions {
   /** Base URL, e.g. http://127.0.0.1:8080. */
@@ -25,6 +33,8 @@ export interface LlmOptions {
   stallMs: number;
   /** Injected for tests; the global fetch otherwise. */
   fetch?: typeof fetch;
+  /** Told of each model lookup. */
+  observer?: LookupObserver;
 }
 
 /** What `chatBody` builds a request from. */
@@ -63,7 +73,8 @@ export function chatBody(input: ChatBodyInput): Record<string, unknown> {
   return body;
 }
 
-interface ModelEntry {
+/** One entry of `GET /v1/models`, as far as model choice needs it. */
+export interface ModelEntry {
   id: string;
   /** Other names the router answers to (`--alias`, presets). */
   aliases: string[];
@@ -72,7 +83,8 @@ interface ModelEntry {
   metaCtx: number | null;
 }
 
-function readEntries(list: unknown): ModelEntry[] {
+/** Reads `GET /v1/models`; AssistantError when it has no data array. */
+export function readEntries(list: unknown): ModelEntry[] {
   if (!isRecord(list) || !Array.isArray(list.data)) {
     throw new AssistantError("malformed model list", {
       cause: new TypeError("GET /v1/models has no data array"),
@@ -99,7 +111,10 @@ function readEntries(list: unknown): ModelEntry[] {
 }
 
 /** The never-swap rule: a loaded model (the preferred one first), else a sleeping one. */
-function pick(entries: ModelEntry[], preferred: string): ModelEntry | null {
+export function pick(
+  entries: ModelEntry[],
+  preferred: string,
+): ModelEntry | null {
   const router = entries.some((entry) => entry.status !== null);
   if (!router) return entries[0] ?? null;
   for (const wanted of ["loaded", "sleeping"]) {
@@ -142,6 +157,7 @@ export class LlmClient {
   readonly #stallMs: number;
   readonly #fetch: typeof fetch;
   readonly #ctx = new Map<string, number>();
+  readonly #observer: LookupObserver | null;
 
   /** Creates a client; nothing is fetched until a turn asks. */
   constructor(options: LlmOptions) {
@@ -150,10 +166,23 @@ export class LlmClient {
     this.#preferred = options.model ?? "";
     this.#stallMs = options.stallMs;
     this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#observer = options.observer ?? null;
   }
 
   /** GET /v1/models every call; the never-swap rule; n_ctx from /props (cached per model). */
   async chooseModel(signal: AbortSignal): Promise<ModelChoice> {
+    let choice: ModelChoice;
+    try {
+      choice = await this.#choose(signal);
+    } catch (error) {
+      if (!signal.aborted) this.#observer?.failed();
+      throw error;
+    }
+    this.#observer?.chosen(choice);
+    return choice;
+  }
+
+  async #choose(signal: AbortSignal): Promise<ModelChoice> {
     const entries = readEntries(await this.#getJson("/v1/models", signal));
     const entry = pick(entries, this.#preferred);
     if (!entry) {

@@ -1,7 +1,7 @@
 /**
  * Stream stages from llama-server's SSE body to typed deltas: bytes are
- * decoded, split into SSE messages, read as chat-completion chunks, and
- * `<think>` tags inside content are routed to reasoning.
+ * decoded, split into SSE messages, read as chat-completion chunks, and a
+ * leading `<think>` block inside content is routed to reasoning.
  */
 import {
   type EventSourceMessage,
@@ -202,12 +202,22 @@ function partialTag(text: string, tag: string): number {
   return 0;
 }
 
-/** Routes `<think>...</think>` found inside content deltas to think deltas (tags may be split across chunks). */
+/**
+ * Routes a reply's leading `<think>…</think>` to think deltas, for a server
+ * that does not split reasoning (llama-server with `reasoning_format: none`
+ * sends the tags inside content). Only a response whose content begins with
+ * `<think>` (after whitespace) and that carried no `reasoning_content`
+ * before it is routed, and only that one block: a server that splits
+ * reasoning sends no tags, so a `<think>` anywhere else is the answer's own
+ * text (a question about the tags) and passes through as content.
+ */
 export class ThinkTagStream extends TransformStream<Delta, Delta> {
-  /** Creates the stage; content outside the tags passes through, less the whitespace right after a tag. */
+  /** Creates the stage; content passes through, less the whitespace right after a routed tag. */
   constructor() {
-    let thinking = false;
-    // Text that may be the start of a tag, held until the next piece decides.
+    // "start": no content yet, so the reply may still open with the tag;
+    // "thinking": inside the leading block; "plain": everything is content.
+    let mode: "start" | "thinking" | "plain" = "start";
+    // Text that may still be (the start of) a tag, held until the next piece decides.
     let held = "";
     // Templates put newlines after both tags; they are layout, not text.
     let afterTag = false;
@@ -220,34 +230,60 @@ export class ThinkTagStream extends TransformStream<Delta, Delta> {
         if (text !== "") afterTag = false;
       }
       if (text !== "") {
-        c.enqueue({ kind: thinking ? "think" : "content", text });
+        c.enqueue({ kind: mode === "thinking" ? "think" : "content", text });
       }
     };
     const release = (c: TransformStreamDefaultController<Delta>) => {
-      emit(c, held);
+      const text = held;
       held = "";
+      if (mode === "start") mode = "plain";
+      emit(c, text);
+    };
+    const think = (
+      c: TransformStreamDefaultController<Delta>,
+      text: string,
+    ) => {
+      const at = text.indexOf(CLOSE);
+      if (at === -1) {
+        const keep = partialTag(text, CLOSE);
+        emit(c, text.slice(0, text.length - keep));
+        held = text.slice(text.length - keep);
+        return;
+      }
+      emit(c, text.slice(0, at));
+      mode = "plain";
+      afterTag = true;
+      emit(c, text.slice(at + CLOSE.length));
     };
     super({
       transform(delta, c) {
         if (delta.kind !== "content") {
+          // Reasoning of its own, a tool call or the end: no leading tag now.
           release(c);
           c.enqueue(delta);
           return;
         }
-        let text = held + delta.text;
-        held = "";
-        for (;;) {
-          const tag = thinking ? CLOSE : OPEN;
-          const at = text.indexOf(tag);
-          if (at === -1) break;
-          emit(c, text.slice(0, at));
-          thinking = !thinking;
-          afterTag = true;
-          text = text.slice(at + tag.length);
+        if (mode === "plain") {
+          emit(c, delta.text);
+          return;
         }
-        const keep = partialTag(text, thinking ? CLOSE : OPEN);
-        emit(c, text.slice(0, text.length - keep));
-        held = text.slice(text.length - keep);
+        const text = held + delta.text;
+        held = "";
+        if (mode === "thinking") {
+          think(c, text);
+          return;
+        }
+        const lead = text.trimStart();
+        if (lead.startsWith(OPEN)) {
+          mode = "thinking";
+          afterTag = true;
+          think(c, lead.slice(OPEN.length));
+        } else if (OPEN.startsWith(lead)) {
+          held = text;
+        } else {
+          mode = "plain";
+          emit(c, text);
+        }
       },
       flush(c) {
         release(c);

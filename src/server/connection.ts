@@ -21,8 +21,12 @@ export class Client {
   // Unwritten lines are #queue[#head...]: shifting a long array is O(n).
   #queue: Uint8Array[] = [];
   #head = 0;
-  /** Bytes queued or in flight, not yet accepted by the socket. */
-  unsent = 0;
+  /**
+   * Bytes queued since the socket last accepted any, and the largest event
+   * among them: what piles up while the client reads nothing.
+   */
+  #stuck = 0;
+  #stuckLargest = 0;
   closed = false;
   /** No more input: close once the queue is written. */
   ending = false;
@@ -32,8 +36,12 @@ export class Client {
   readonly #clocked: Writer = {
     write: async (bytes) => {
       this.#writingSince = performance.now();
+      this.onWriting();
       try {
-        return await this.conn.write(bytes);
+        const n = await this.conn.write(bytes);
+        // The client reads: what waited so far no longer counts against it.
+        if (n > 0) this.#stuck = this.#stuckLargest = 0;
+        return n;
       } finally {
         this.#writingSince = null;
       }
@@ -46,20 +54,30 @@ export class Client {
     readonly conn: Deno.UnixConn,
     readonly limits: Limits,
     readonly onGone: (client: Client) => void,
+    /** Called as each write starts: the server's watchdog runs only while one waits. */
+    readonly onWriting: () => void = () => {},
   ) {}
 
-  /** Queues encoded lines; drops the client when its backlog is too large. */
+  /** Whether a write waits on the socket. */
+  get writing(): boolean {
+    return this.#writingSince !== null;
+  }
+
+  /** Queues encoded lines; drops the client when more than the backlog limit piles up while its socket accepts nothing. */
   send(bytes: Uint8Array): void {
     if (this.closed) return;
-    // What is already waiting decides: one large answer (a long list, a big
-    // conversation) still goes to a client that reads; a client that
-    // stopped reading piles up more than the limit and is dropped.
-    if (this.unsent > this.limits.maxBacklog) {
-      this.drop("backlog", { bytes: this.unsent });
+    this.#queue.push(bytes);
+    this.#stuck += bytes.length;
+    this.#stuckLargest = Math.max(this.#stuckLargest, bytes.length);
+    // One event never counts, however large (the `open` of a long
+    // conversation, a late client's `hello`): a client that reads gets it and
+    // whatever follows it. What piles up besides it while the socket accepts
+    // nothing is a client that stopped reading (the stall clock catches the
+    // rest within 2 s).
+    if (this.#stuck - this.#stuckLargest > this.limits.maxBacklog) {
+      this.drop("backlog", { bytes: this.#stuck });
       return;
     }
-    this.#queue.push(bytes);
-    this.unsent += bytes.length;
     this.#wake?.resolve();
   }
 
@@ -130,7 +148,6 @@ export class Client {
         }
         return;
       }
-      this.unsent -= batch.length;
     }
   }
 

@@ -44,10 +44,12 @@ export interface ServerOptions {
   maxClients: number;
   /** Default 2000: a client whose socket accepts no write for this long is dropped. */
   stallMs?: number;
-  /** Default 4 MiB: a client with more unsent bytes than this is dropped. */
+  /** Default 4 MiB: a client is dropped when more than this piles up (besides one event of any size) while its socket accepts nothing. */
   maxBacklog?: number;
   /** Default MAX_LINE_BYTES: longer inbound lines are answered `line too long`. */
   maxLineBytes?: number;
+  /** Told the number of connected clients whenever it changes. */
+  onClients?: (count: number) => void;
 }
 
 /** Commands that start a turn: a client that half-closes after one still gets its reply. */
@@ -70,6 +72,7 @@ export class Server implements AsyncDisposable {
   readonly #path: string;
   readonly #brain: Brain;
   readonly #maxClients: number;
+  readonly #onClients: (count: number) => void;
   readonly #limits: Limits;
   readonly #clients = new Set<Client>();
   /** Every open connection, refused ones (still being told why) included. */
@@ -78,7 +81,8 @@ export class Server implements AsyncDisposable {
   readonly #closing = new AbortController();
   #nextId = 1;
   #acceptLoop: Promise<void>;
-  readonly #watchdog: ReturnType<typeof setInterval>;
+  readonly #watchEveryMs: number;
+  #watchdog: ReturnType<typeof setInterval> | null = null;
   #closed: Promise<void> | null = null;
 
   private constructor(listener: Deno.UnixListener, options: ServerOptions) {
@@ -86,22 +90,40 @@ export class Server implements AsyncDisposable {
     this.#path = options.path;
     this.#brain = options.brain;
     this.#maxClients = options.maxClients;
+    this.#onClients = options.onClients ?? (() => {});
     this.#limits = {
       stallMs: options.stallMs ?? DEFAULT_STALL_MS,
       maxBacklog: options.maxBacklog ?? DEFAULT_MAX_BACKLOG,
       maxLineBytes: options.maxLineBytes ?? MAX_LINE_BYTES,
     };
     this.#acceptLoop = this.#accept();
-    // One clock for every client's stall limit: a timer per write would cost
-    // two runtime calls per token per client.
-    const every = Math.max(
+    this.#watchEveryMs = Math.max(
       10,
       Math.min(250, Math.floor(this.#limits.stallMs / 8)),
     );
+  }
+
+  /**
+   * One clock for every client's stall limit (a timer per write would cost
+   * two runtime calls per token per client), running only while a write
+   * waits, so an idle daemon has no timer waking it.
+   */
+  #watch(): void {
+    if (this.#watchdog !== null) return;
     this.#watchdog = setInterval(() => {
       const now = performance.now();
-      for (const client of this.#open) client.checkStall(now);
-    }, every);
+      let writing = false;
+      for (const client of this.#open) {
+        client.checkStall(now);
+        writing ||= client.writing;
+      }
+      if (!writing) this.#unwatch();
+    }, this.#watchEveryMs);
+  }
+
+  #unwatch(): void {
+    if (this.#watchdog !== null) clearInterval(this.#watchdog);
+    this.#watchdog = null;
   }
 
   /** Refuses (AssistantError) when a live daemon answers on path; replaces a stale socket file; a symlink at the path is removed, never followed; any other file there is refused. Listens, chmods 0600 at once. */
@@ -170,7 +192,7 @@ export class Server implements AsyncDisposable {
     // a client that stops reading is dropped by its stall timer as always.
     for (const client of [...this.#open]) client.end();
     while (this.#tasks.size > 0) await Promise.all([...this.#tasks]);
-    clearInterval(this.#watchdog);
+    this.#unwatch();
     await removeQuietly(this.#path);
     log.info("server closed", { path: this.#path });
   }
@@ -205,9 +227,10 @@ export class Server implements AsyncDisposable {
       conn,
       this.#limits,
       (gone) => {
-        this.#clients.delete(gone);
         this.#open.delete(gone);
+        if (this.#clients.delete(gone)) this.#counted();
       },
+      () => this.#watch(),
     );
     this.#open.add(client);
     if (this.#clients.size >= this.#maxClients) {
@@ -232,6 +255,7 @@ export class Server implements AsyncDisposable {
     this.#clients.add(client);
     client.send(encodeEvent(hello));
     log.info("client connected", { client: id, clients: this.#clients.size });
+    this.#counted();
     await Promise.all([client.writeLoop(), this.#readLoop(client)]);
   }
 
@@ -275,6 +299,16 @@ export class Server implements AsyncDisposable {
     } finally {
       reader.cancel().catch(() => {});
       await pending.read;
+    }
+  }
+
+  #counted(): void {
+    try {
+      this.#onClients(this.#clients.size);
+    } catch (error) {
+      log.error("client count listener failed", {
+        error: describeError(error),
+      });
     }
   }
 

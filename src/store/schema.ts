@@ -44,6 +44,19 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE deleted_conversations(
      id INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE);
    INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 0);`,
+  // Ids never come back after a delete (a client holding an old list must
+  // not open or delete a stranger): AUTOINCREMENT, which needs the table
+  // rebuilt. migrate() lifts the foreign keys around it, so the DROP leaves
+  // turns and deleted_conversations alone; their REFERENCES name the table,
+  // which the rename brings back. sqlite_sequence starts at the highest id
+  // kept (an id deleted before this version was recorded nowhere).
+  `CREATE TABLE conversations_v4(id INTEGER PRIMARY KEY AUTOINCREMENT,
+                                 title TEXT, created INTEGER, updated INTEGER);
+   INSERT INTO conversations_v4(id, title, created, updated)
+     SELECT id, title, created, updated FROM conversations;
+   DROP TABLE conversations;
+   ALTER TABLE conversations_v4 RENAME TO conversations;
+   CREATE INDEX conversations_updated ON conversations(updated, id);`,
   // Each turn records when it was saved (`at`, Unix seconds). Turns saved
   // before take their conversation's `updated` as it was then, kept once per
   // conversation in `legacy_at`, so no turn row is rewritten here.
@@ -156,8 +169,15 @@ export function prepareStatements(db: DatabaseSync): Statements {
   };
 }
 
-/** Applies the migrations the file lacks, each in its own transaction. */
-export function migrate(db: DatabaseSync, path: string): void {
+/**
+ * Applies the migrations the file lacks, each in its own transaction, up to
+ * `target` (this code's version unless a test makes an older file).
+ */
+export function migrate(
+  db: DatabaseSync,
+  path: string,
+  target: number = MIGRATIONS.length,
+): void {
   const version = Number(
     db.prepare("PRAGMA user_version").get()?.user_version ?? 0,
   );
@@ -166,22 +186,42 @@ export function migrate(db: DatabaseSync, path: string): void {
       `The history database ${path} has schema version ${version}, newer than this daemon's ${MIGRATIONS.length}; upgrade the daemon.`,
     );
   }
-  for (let v = version; v < MIGRATIONS.length; v++) {
-    db.exec("BEGIN IMMEDIATE");
-    try {
-      db.exec(MIGRATIONS[v] ?? "");
-      db.exec(`PRAGMA user_version = ${v + 1}`);
-      db.exec("COMMIT");
-    } catch (error) {
-      if (db.isTransaction) db.exec("ROLLBACK");
-      throw new AssistantError(
-        `Cannot migrate the history database ${path} to schema version ${
-          v + 1
-        }; restore it from a backup or move it aside.`,
-        { cause: error },
-      );
+  if (version >= target) return;
+  // A migration may rebuild a table others reference, which with foreign
+  // keys on would cascade its DROP into theirs: SQLite's way is to lift them
+  // for the change (they cannot change inside a transaction) and check every
+  // key before the commit instead.
+  const enforced =
+    Number(db.prepare("PRAGMA foreign_keys").get()?.foreign_keys) === 1;
+  if (enforced) db.exec("PRAGMA foreign_keys = OFF");
+  try {
+    for (let v = version; v < target; v++) {
+      db.exec("BEGIN IMMEDIATE");
+      try {
+        db.exec(MIGRATIONS[v] ?? "");
+        const broken = db.prepare("PRAGMA foreign_key_check").all();
+        if (broken.length > 0) {
+          throw new Error(
+            `${broken.length} rows would break a foreign key, the first in ${
+              String(broken[0]?.table)
+            }`,
+          );
+        }
+        db.exec(`PRAGMA user_version = ${v + 1}`);
+        db.exec("COMMIT");
+      } catch (error) {
+        if (db.isTransaction) db.exec("ROLLBACK");
+        throw new AssistantError(
+          `Cannot migrate the history database ${path} to schema version ${
+            v + 1
+          }; restore it from a backup or move it aside.`,
+          { cause: error },
+        );
+      }
+      log.info("history schema migrated", { version: v + 1 });
     }
-    log.info("history schema migrated", { version: v + 1 });
+  } finally {
+    if (enforced) db.exec("PRAGMA foreign_keys = ON");
   }
 }
 

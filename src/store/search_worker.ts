@@ -8,7 +8,7 @@
  * permission on the daemon's own sources, while this way the worker needs
  * nothing but read of the database.
  */
-import { describeError, log } from "../log.ts";
+import { log } from "../log.ts";
 import { AssistantError } from "../errors.ts";
 import { prepareSearch, type SearchHit, type SearchOptions } from "./search.ts";
 
@@ -90,39 +90,46 @@ function rebuild(name: string, message: string): Error {
   return error;
 }
 
-/** Searches off the main thread with its own read-only connection. */
+/** Options of a {@link SearchWorker}: the store's search tuning, and how a worker is started. */
+export interface SearchWorkerOptions extends SearchOptions {
+  /** Starts a worker on the module at `url`; default `new Worker(url, {type: "module"})`. Tests inject one that crashes. */
+  spawn?: (url: string) => Worker;
+}
+
+function spawnWorker(url: string): Worker {
+  return new Worker(url, { type: "module" });
+}
+
+/**
+ * Searches off the main thread with its own read-only connection. A worker
+ * that dies of an uncaught error fails the searches it held with a plain
+ * Error (the client reads `search failed`; the worker's message, which may
+ * quote a search, goes nowhere) and the next search starts a new one.
+ */
 export class SearchWorker implements AsyncDisposable {
-  #worker: Worker;
+  #worker: Worker | null = null;
   #url: string;
+  #dbPath: string;
+  #tuning: SearchOptions = {};
+  #spawn: (url: string) => Worker;
   #next = 1;
   #pending = new Map<number, PromiseWithResolvers<SearchHit[]>>();
   #closing: PromiseWithResolvers<void> | null = null;
-  #broken: Error | null = null;
   #closed = false;
 
   /** Starts the worker on the history file at `dbPath` (opened read-only); `options` as for the store. */
-  constructor(dbPath: string, options: SearchOptions = {}) {
+  constructor(dbPath: string, options: SearchWorkerOptions = {}) {
     this.#url = URL.createObjectURL(
       new Blob([SOURCE], { type: "application/javascript" }),
     );
-    this.#worker = new Worker(this.#url, { type: "module" });
-    this.#worker.onmessage = (event: MessageEvent<Reply>) =>
-      this.#receive(event.data);
-    this.#worker.onerror = (event) => {
-      event.preventDefault();
-      this.#fail(
-        new AssistantError("Search worker failed; searches are unavailable.", {
-          cause: new Error(event.message),
-        }),
-      );
-    };
+    this.#dbPath = dbPath;
+    this.#spawn = options.spawn ?? spawnWorker;
     // Only the tuning numbers cross: the worker has its own clock.
-    const tuning: SearchOptions = {};
-    if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
-    if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
-    this.#worker.postMessage(
-      { type: "open", path: dbPath, options: tuning } satisfies Request,
-    );
+    if (options.rankCap !== undefined) this.#tuning.rankCap = options.rankCap;
+    if (options.budgetMs !== undefined) {
+      this.#tuning.budgetMs = options.budgetMs;
+    }
+    this.#start();
   }
 
   /** Runs one search; rejects with the search's error when it fails. */
@@ -132,13 +139,11 @@ export class SearchWorker implements AsyncDisposable {
         new AssistantError("Search worker is closed; open a new one."),
       );
     }
-    if (this.#broken !== null) return Promise.reject(this.#broken);
+    const worker = this.#worker ?? this.#start();
     const id = this.#next++;
     const pending = Promise.withResolvers<SearchHit[]>();
     this.#pending.set(id, pending);
-    this.#worker.postMessage(
-      { type: "search", id, q, limit } satisfies Request,
-    );
+    worker.postMessage({ type: "search", id, q, limit } satisfies Request);
     return pending.promise;
   }
 
@@ -146,19 +151,58 @@ export class SearchWorker implements AsyncDisposable {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#broken === null) {
+    const worker = this.#worker;
+    if (worker !== null) {
       this.#closing = Promise.withResolvers<void>();
-      this.#worker.postMessage({ type: "close" } satisfies Request);
+      worker.postMessage({ type: "close" } satisfies Request);
       await this.#closing.promise;
+      worker.terminate();
+      this.#worker = null;
     }
-    this.#worker.terminate();
     URL.revokeObjectURL(this.#url);
-    this.#fail(new AssistantError("Search worker is closed; open a new one."));
+    this.#failPending(
+      new AssistantError("Search worker is closed; open a new one."),
+    );
   }
 
   /** Closes the worker. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+
+  #start(): Worker {
+    const worker = this.#spawn(this.#url);
+    worker.onmessage = (event: MessageEvent<Reply>) =>
+      this.#receive(event.data);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      this.#crashed(worker, event);
+    };
+    worker.postMessage(
+      {
+        type: "open",
+        path: this.#dbPath,
+        options: this.#tuning,
+      } satisfies Request,
+    );
+    this.#worker = worker;
+    return worker;
+  }
+
+  /** An uncaught error ended the worker: its searches fail, the next search starts another. */
+  #crashed(worker: Worker, event: ErrorEvent): void {
+    if (this.#worker !== worker) return;
+    this.#worker = null;
+    worker.terminate();
+    // The error's class only: its message may quote a search.
+    const kind = /^Uncaught (\w+)/.exec(event.message ?? "")?.[1] ?? "error";
+    log.error("search worker crashed", {
+      error: kind,
+      searches: this.#pending.size,
+    });
+    this.#failPending(
+      new Error("Search worker crashed; the next search starts a new one."),
+    );
   }
 
   #receive(reply: Reply): void {
@@ -173,11 +217,7 @@ export class SearchWorker implements AsyncDisposable {
     else pending.reject(rebuild(reply.name, reply.message));
   }
 
-  #fail(error: Error): void {
-    if (this.#broken === null && !this.#closed) {
-      log.error("search worker failed", { error: describeError(error) });
-    }
-    this.#broken ??= error;
+  #failPending(error: Error): void {
     for (const pending of this.#pending.values()) pending.reject(error);
     this.#pending.clear();
     this.#closing?.resolve();

@@ -2,7 +2,9 @@
 import assert from "node:assert/strict";
 import { Assistant, type ModelSource } from "../../src/assistant/assistant.ts";
 import type { Event } from "../../src/protocol.ts";
+import type { Delta } from "../../src/llm/sse_stream.ts";
 import { Store } from "../../src/store/store.ts";
+import { TURN_CONFIG } from "../support/turn_config.ts";
 
 const unusedModel: ModelSource = {
   chooseModel: () => Promise.reject(new Error("no model in this test")),
@@ -15,15 +17,7 @@ function brain(store: Store, events: Event[] = []): Assistant {
     llm: unusedModel,
     tools: [],
     emit: (event) => events.push(event),
-    config: {
-      thinking: true,
-      system_prompt: "Be helpful.",
-      history_turns: 10,
-      max_tool_rounds: 8,
-      tool_timeout: 30,
-      tool_output_limit: 16384,
-      request: {},
-    },
+    config: TURN_CONFIG,
   });
 }
 
@@ -82,4 +76,62 @@ Deno.test("open broadcasts the conversation; an unknown id is refused and change
   const hello = assistant.hello();
   assert.ok(hello.type === "hello");
   assert.equal(hello.id, id);
+});
+
+Deno.test("settled waits for a stopped reply to wind down: shutdown's wait is real", async () => {
+  using store = new Store(":memory:");
+  const events: Event[] = [];
+  const toolStarted = Promise.withResolvers<void>();
+  const toolKilled = Promise.withResolvers<void>();
+  const toolReturns = Promise.withResolvers<void>();
+  using assistant = new Assistant({
+    store,
+    llm: {
+      chooseModel: () =>
+        Promise.resolve({ id: "m.gguf", router: false, nCtx: 4096 }),
+      chat: () =>
+        Promise.resolve(ReadableStream.from<Delta>([
+          {
+            kind: "tool_call",
+            index: 0,
+            id: "c1",
+            name: "slow",
+            arguments: "{}",
+          },
+          { kind: "finish", reason: "tool_calls" },
+        ])),
+    },
+    tools: [],
+    emit: (event) => events.push(event),
+    config: TURN_CONFIG,
+    // A tool that takes its time to end once killed, as a process does.
+    runTool: async (_tools, _name, _args, options) => {
+      options.signal?.addEventListener("abort", () => toolKilled.resolve());
+      toolStarted.resolve();
+      await toolReturns.promise;
+      return {
+        content: "",
+        bytes: 0,
+        lines: 0,
+        durationMs: 1,
+        status: "stopped",
+      };
+    },
+  });
+  await assistant.handle({ type: "ask", text: "Run the slow tool" });
+  await toolStarted.promise;
+  assistant.shutdown();
+  await toolKilled.promise;
+  assert.deepEqual(events.at(-2), { type: "done", id: null, stopped: true });
+
+  const settled = assistant.settled().then(() => "settled");
+  // Every promise that could settle by now has (one turn of the event loop).
+  const early = await Promise.race([
+    settled,
+    new Promise<string>((resolve) => setTimeout(() => resolve("waiting"), 0)),
+  ]);
+  assert.equal(early, "waiting", "settled before the tool returned");
+  toolReturns.resolve();
+  assert.equal(await settled, "settled");
+  assert.deepEqual(store.list(), [], "nothing of the stopped reply is saved");
 });

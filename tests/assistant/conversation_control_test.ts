@@ -277,6 +277,7 @@ Deno.test("a stopped or failed retry leaves the stored last turn as it was", asy
   await using late = await daemon.connect();
   const hello = await late.next("hello");
   assert.deepEqual(hello.pending, {
+    id: 1,
     user: "Keep this?",
     reply: "A new try",
     think: "",

@@ -159,6 +159,7 @@ Deno.test("an ask during a reply stops it first; a late client gets the pending 
   const hello = await late.next("hello");
   assert.equal(hello.state, "thinking");
   assert.deepEqual(hello.pending, {
+    id: null,
     user: "First question",
     reply: "partial answer",
     think: "",
@@ -394,4 +395,97 @@ Deno.test("think tags inside content go to think, and ctx reports usage and n_ct
   assert.equal(hello.ctx_used, ctx.used);
   assert.equal(hello.id, 1);
   assert.deepEqual(hello.turns, [{ user: "Well?", reply: "Yes.", tools: [] }]);
+});
+
+Deno.test("a literal <think> in an answer is shown and stored whole when the server splits reasoning", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+
+  const answer = [
+    "The ",
+    "<think>",
+    " tag wraps reasoning; ",
+    "</think>",
+    " ends it.",
+  ];
+  llm.enqueue(reply({ think: ["A question about tags."], content: answer }));
+  await client.send({ type: "ask", text: "What do think tags do?" });
+  const events = await client.until(isIdle);
+  assert.equal(
+    events.filter((e) => e.type === "think").map((e) => e.delta).join(""),
+    "A question about tags.",
+  );
+  assert.equal(
+    events.filter((e) => e.type === "token").map((e) => e.delta).join(""),
+    answer.join(""),
+  );
+  assert.deepEqual(storedTurns(daemon).map((row) => row.reply), [
+    answer.join(""),
+  ]);
+});
+
+Deno.test("hello.pending names the reply's conversation: after new during a reply, a late client does not see it as the new one's", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+
+  // A reply in a saved conversation, then `new` while it streams.
+  llm.enqueue(reply({ content: ["saved"] }), hold(["more "]));
+  await client.send({ type: "ask", text: "First" });
+  await client.until(isIdle);
+  await client.send({ type: "ask", text: "Second" });
+  await client.until((e) => e.type === "token");
+  {
+    await using early = await daemon.connect();
+    const hello = await early.next("hello");
+    assert.equal(hello.id, 1);
+    assert.deepEqual(hello.pending, {
+      id: 1,
+      user: "Second",
+      reply: "more ",
+      think: "",
+      tools: [],
+    });
+  }
+  await client.send({ type: "new" });
+  await client.next("conversation");
+  {
+    await using late = await daemon.connect();
+    const hello = await late.next("hello");
+    assert.equal(hello.id, null);
+    assert.deepEqual(hello.turns, []);
+    assert.equal(hello.state, "thinking");
+    assert.equal(hello.pending?.id, 1, "the reply belongs to conversation 1");
+  }
+  await client.send({ type: "stop" });
+  await client.until(isIdle);
+
+  // A reply that will create its conversation, then `new`: both are
+  // unsaved, and the new empty one must not show the other's reply.
+  llm.enqueue(hold(["unsaved "]));
+  await client.send({ type: "ask", text: "Third" });
+  await client.until((e) => e.type === "token");
+  {
+    await using early = await daemon.connect();
+    const hello = await early.next("hello");
+    assert.deepEqual(hello.pending, {
+      id: null,
+      user: "Third",
+      reply: "unsaved ",
+      think: "",
+      tools: [],
+    });
+  }
+  await client.send({ type: "new" });
+  await client.next("conversation");
+  await using late = await daemon.connect();
+  const hello = await late.next("hello");
+  assert.equal(hello.id, null);
+  assert.equal(hello.state, "thinking");
+  assert.equal(hello.pending, null);
+  await client.send({ type: "stop" });
+  await client.until(isIdle);
 });

@@ -12,10 +12,12 @@
  * dir, keyed by seed and size. Benchmarks never fail on a number: the exit
  * code is 0 whenever every figure was measured.
  */
+import { BACKEND_SIZES, backendBenchmarks } from "./backend_bench.ts";
 import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
 import { PROCESS_SIZES, processBenchmarks } from "./process_bench.ts";
+import { FOOTPRINT_SIZES, footprintBenchmarks } from "./footprint_bench.ts";
 import {
   type GroupResult,
   machine,
@@ -36,6 +38,8 @@ export const GROUPS = [
   "contention",
   "catalog",
   "process",
+  "footprint",
+  "backend",
   "web",
 ] as const;
 
@@ -182,6 +186,10 @@ export async function runBench(
         return await catalogBenchmarks({ ...history, mode }, options.smoke);
       case "process":
         return await processBenchmarks(PROCESS_SIZES[mode], options.smoke);
+      case "footprint":
+        return await footprintBenchmarks(FOOTPRINT_SIZES[mode], options.smoke);
+      case "backend":
+        return await backendBenchmarks(BACKEND_SIZES[mode], options.smoke);
       case "web":
         return await webBenchmarks(WEB_SIZES[mode], options.smoke);
     }

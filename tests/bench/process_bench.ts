@@ -1,7 +1,8 @@
 /**
  * The daemon as a process: start-up (process start → socket accepting,
- * beside `deno run` of an empty script) and memory (idle RSS, and RSS after
- * 1,000 turns with 16 clients connected).
+ * beside `deno run` of an empty script) and memory (idle RSS, RSS after
+ * 2,000 turns with 16 clients connected, and its growth from the 200th turn
+ * on, past the warm-up: a leak shows there).
  */
 import { Daemon, inheritedEnv } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
@@ -23,12 +24,26 @@ export interface ProcessSizes {
   clients: number;
   /** A `new` every this many turns, as conversations end. */
   turnsPerConversation: number;
+  /** The turn whose RSS the leak figure starts from: the warm-up is over. */
+  leakFrom: number;
 }
 
 /** Full and smoke sizes. */
 export const PROCESS_SIZES: Record<"full" | "smoke", ProcessSizes> = {
-  full: { starts: 7, turns: 1000, clients: 16, turnsPerConversation: 50 },
-  smoke: { starts: 2, turns: 20, clients: 16, turnsPerConversation: 10 },
+  full: {
+    starts: 7,
+    turns: 2000,
+    clients: 16,
+    turnsPerConversation: 50,
+    leakFrom: 200,
+  },
+  smoke: {
+    starts: 2,
+    turns: 20,
+    clients: 16,
+    turnsPerConversation: 10,
+    leakFrom: 5,
+  },
 };
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -126,6 +141,7 @@ export async function processBenchmarks(
   let idle: number;
   const marks: [number, number][] = [];
   let after: number;
+  let leakStart = NaN;
   try {
     {
       // A ping round trip: the daemon is idle and has answered once.
@@ -153,6 +169,7 @@ export async function processBenchmarks(
       );
       await asker.send({ type: "ask", text: `Question number ${turn}?` });
       await done;
+      if (turn + 1 === sizes.leakFrom) leakStart = rss(pid);
       if ((turn + 1) % Math.max(1, Math.floor(sizes.turns / 8)) === 0) {
         marks.push([turn + 1, rss(pid)]);
       }
@@ -164,6 +181,7 @@ export async function processBenchmarks(
   const startup = median(starts);
   const reference = median(references);
   const growth = after - idle;
+  const leak = after - leakStart;
   return {
     rows: [{
       id: "startup",
@@ -191,6 +209,16 @@ export async function processBenchmarks(
       ratio: ratio(after / idle),
       target: "growth ≤ 10 MB",
       met: smoke ? null : growth <= 10e6,
+    }, {
+      id: "memory.leak",
+      figure: `memory: RSS growth from the ${sizes.leakFrom}th to the ${
+        sizes.turns.toLocaleString("en-US")
+      }th turn`,
+      value: mb(leak),
+      reference: `at turn ${sizes.leakFrom} ${mb(leakStart)}`,
+      ratio: ratio(after / leakStart),
+      target: "≤ 5 MB",
+      met: smoke ? null : leak <= 5e6,
     }],
     sections: [{
       title: "Memory over the turns",

@@ -116,6 +116,57 @@ Deno.test("ask exits 1 with the daemon's message when the model fails", async ()
   assert.match(result.stderr, /the GPU caught fire/);
 });
 
+/** Model and server text that would drive a terminal: a title change, a screen clear, a C1 CSI. */
+const HOSTILE = ["Hi\x1b]0;pwned\x07", " there\x1b[2J", "\r\n", "end\u009b"];
+
+Deno.test("ask on a terminal writes model text without escape sequences, as chat does", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(
+    reply({ think: ["mull\x1b[31m"], content: HOSTILE }),
+    httpError(500, { message: "bad\x1b]52;c;cGFzdGU=\x07 clipboard" }),
+  );
+  await using daemon = await startDaemon(llm.url);
+  const run = async (args: string[]) => {
+    await using ask = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["ask", ...args]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    const code = await ask.exit();
+    return { code, out: ask.stdout };
+  };
+  const answer = await run(["--think", "Hello?"]);
+  assert.equal(answer.code, 0, answer.out);
+  // stdout and stderr share the terminal; it turns each \n into \r\n.
+  assert.equal(answer.out, "mull[31m\r\nHi]0;pwned there[2J\r\nend\r\n");
+  const failed = await run(["Again?"]);
+  assert.equal(failed.code, 1, failed.out);
+  assert.match(failed.out, /bad\]52;c;cGFzdGU= clipboard/);
+  assert.ok(
+    !failed.out.includes("\x07") && !failed.out.includes("\x1b"),
+    JSON.stringify(failed.out),
+  );
+});
+
+Deno.test("ask into a pipe, and --json, stay byte-exact", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: HOSTILE }), reply({ content: HOSTILE }));
+  await using daemon = await startDaemon(llm.url);
+  const piped = await runClient(
+    clientArgs(daemon.paths.socketPath, ["ask", "Hello?"]),
+    clientEnv(daemon.paths.runtimeDir),
+  );
+  assert.equal(piped.stdout, HOSTILE.join("") + "\n");
+  assert.equal(piped.code, 0);
+  await using json = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["ask", "--json", "Hello?"]),
+    { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+  );
+  assert.equal(await json.exit(), 0);
+  const tokens = json.stdout.split("\r\n").filter((line) => line !== "")
+    .map((line) => JSON.parse(line)).filter((e) => e.type === "token");
+  assert.equal(tokens.map((e) => e.delta).join(""), HOSTILE.join(""));
+});
+
 Deno.test("ask exits 2 with the start hint when no daemon answers", async () => {
   await using home = await tempHome();
   const runtime = join(home.path, "run");
@@ -497,4 +548,45 @@ Deno.test("an ask that sees the other's identical question echoed first still fo
   assert.equal(stopped.code, 1);
   assert.equal(stopped.stdout, "[1] Their half\n");
   assert.match(stopped.stderr, /^The reply was stopped before it ended/);
+});
+
+Deno.test("ask whose reader went away (ask … | head -1) exits quietly", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["Line one\n", "line two\n"] }));
+  await using daemon = await startDaemon(llm.url);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: clientArgs(daemon.paths.socketPath, ["ask", "Two lines?"]),
+    env: clientEnv(daemon.paths.runtimeDir),
+    clearEnv: true,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  await child.stdout.cancel();
+  const stderr = await new Response(child.stderr).text();
+  assert.equal(stderr, "");
+  assert.equal((await child.status).code, 141);
+});
+
+Deno.test("ask with llama-server down still asks, and exits 1 with the error", async () => {
+  await using llm = await FakeLlm.start();
+  await llm.stop();
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "backend_poll = 0\n",
+  });
+  const socket = daemon.paths.socketPath;
+  const env = clientEnv(daemon.paths.runtimeDir);
+  const down = await runClient(clientArgs(socket, ["ask", "Anyone?"]), env);
+  assert.equal(down.code, 1);
+  assert.equal(down.stdout, "");
+  assert.equal(down.stderr, `llama-server unreachable at ${llm.url}\n`);
+  // Back while the daemon still says down (polling is off): the ask is
+  // tried all the same, and answered.
+  await llm.restart();
+  llm.enqueue(reply({ content: ["Back", "."] }));
+  const back = await runClient(clientArgs(socket, ["ask", "Now?"]), env);
+  assert.equal(back.stderr, "");
+  assert.equal(back.stdout, "Back.\n");
+  assert.equal(back.code, 0);
 });

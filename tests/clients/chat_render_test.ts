@@ -4,7 +4,7 @@ import {
   Renderer,
   sanitize,
 } from "../../src/clients/chat_render.ts";
-import type { Event } from "../../src/protocol.ts";
+import type { BackendView, Event } from "../../src/protocol.ts";
 
 function render(
   events: Event[],
@@ -79,7 +79,13 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
     ctx_max: null,
     id: 7,
     turns: [{ user: "Hi", reply: "Hello.", tools: [] }],
-    pending: { user: "Time?", reply: "", think: "Check.", tools: ["date"] },
+    pending: {
+      id: 7,
+      user: "Time?",
+      reply: "",
+      think: "Check.",
+      tools: ["date"],
+    },
   });
   assert.equal(
     out,
@@ -91,6 +97,29 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
   assert.equal(
     renderer.event({ type: "tool", name: "date", done: true }),
     " done\n",
+  );
+});
+
+Deno.test("hello leaves out a reply in flight that belongs to another conversation", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const out = renderer.hello({
+    type: "hello",
+    state: "thinking",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    id: null,
+    turns: [],
+    pending: { id: 3, user: "Elsewhere?", reply: "Par", think: "", tools: [] },
+  });
+  assert.equal(
+    out,
+    "desktop-assistant · /help for commands\n" +
+      "[a reply is streaming in conversation #3]\n",
   );
 });
 
@@ -194,5 +223,77 @@ Deno.test("a private conversation says so in its header, on connect and on switc
   assert.equal(
     renderer.event({ type: "renamed", id: 3, title: "A\nnew  name" }),
     '#3 is now called "A new name"\n',
+  );
+});
+
+Deno.test("the header line says the backend state; a change shows as a line of its own", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const url = "http://127.0.0.1:8080";
+  const hello = (backend: BackendView) =>
+    renderer.hello({
+      type: "hello",
+      state: "idle",
+      model: null,
+      ctx_used: null,
+      ctx_max: null,
+      backend,
+      id: null,
+      turns: [],
+      pending: null,
+    });
+  assert.equal(
+    hello({
+      state: "up",
+      url,
+      model: "/srv/models/tiny.gguf",
+      ctx_max: 4096,
+      message: null,
+    }),
+    "desktop-assistant · backend up · tiny · /help for commands\n",
+  );
+  assert.equal(
+    hello({
+      state: "down",
+      url,
+      model: null,
+      ctx_max: null,
+      message: `no connection to ${url} (connection refused)`,
+    }),
+    `desktop-assistant · backend down: no connection to ${url} (connection refused) · /help for commands\n`,
+  );
+  assert.equal(
+    hello({ state: "unknown", url, model: null, ctx_max: null, message: null }),
+    "desktop-assistant · backend unknown · /help for commands\n",
+  );
+  assert.equal(
+    renderer.event({
+      type: "backend",
+      state: "loading",
+      url,
+      model: null,
+      ctx_max: null,
+      message: "llama-server is loading its model",
+    }),
+    "backend loading: llama-server is loading its model\n",
+  );
+  const colored = new Renderer({
+    colors: true,
+    think: true,
+    clearOnSwitch: false,
+  });
+  assert.equal(
+    colored.event({
+      type: "backend",
+      state: "down",
+      url,
+      model: null,
+      ctx_max: null,
+      message: "no answer from x within 5 s\x1b[2J",
+    }),
+    "\x1b[31mbackend down: no answer from x within 5 s[2J\x1b[0m\n",
   );
 });

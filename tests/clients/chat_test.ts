@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { chatCommand, parseChatArgs } from "../../src/clients/chat.ts";
+import { parseChatArgs } from "../../src/clients/chat.ts";
+import { argvOf, descendants } from "../support/process_tree.ts";
 import { clientFlags, noDaemonMessage } from "../../src/clients/client.ts";
 import {
   clientArgs,
   clientEnv,
   ClientProcess,
-  denoDir,
   MAIN,
   runClient,
   startDaemon,
@@ -14,6 +14,7 @@ import {
   tempHome,
   within,
 } from "../support/client_harness.ts";
+import { Daemon } from "../support/daemon_harness.ts";
 import {
   askedQuestion,
   FakeLlm,
@@ -64,7 +65,7 @@ Deno.test("piped chat: a question streams its answer, /search and /open show res
   assert.equal(
     dates,
     [
-      "desktop-assistant · /help for commands",
+      "desktop-assistant · backend up · tiny · /help for commands",
       "> What is the capital of France?",
       "(thinking) Easy.",
       "Paris is the capital.",
@@ -251,7 +252,7 @@ Deno.test("a chat started mid-reply shows the partial reply, then the rest", asy
     assert.equal(await chat.exit(), 0);
     assert.equal(
       chat.stdout,
-      "desktop-assistant · tiny · /help for commands\n" +
+      "desktop-assistant · backend up · tiny · /help for commands\n" +
         "> Split answer?\nfirst half, second half\n\n",
     );
   } finally {
@@ -277,6 +278,29 @@ Deno.test("a chat shows another client's question and answer as they happen", as
   assert.match(
     chat.stdout,
     /\n> Asked in another terminal\nFrom elsewhere\.\n\n$/,
+  );
+});
+
+Deno.test("chat's header says llama-server is down, and a line says when it is back", async () => {
+  await using llm = await FakeLlm.start();
+  await llm.stop();
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "backend_poll = 0.2\n",
+  });
+  await using chat = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  const at = await chat.waitFor("/help for commands");
+  await llm.restart();
+  await chat.waitFor("backend up · tiny\n", at);
+  await chat.endInput();
+  assert.equal(await chat.exit(), 0);
+  assert.equal(
+    chat.stdout,
+    `desktop-assistant · backend down: no connection to ${llm.url} (connection refused) · /help for commands\n` +
+      "backend up · tiny\n",
   );
 });
 
@@ -310,46 +334,75 @@ Deno.test("chat says so and exits 2 when the daemon goes away", async () => {
   );
 });
 
-Deno.test("the chat launcher, run with the proposed task's grants, starts chat with exactly the socket's", async () => {
-  await using llm = await FakeLlm.start();
-  llm.enqueue(reply({ content: ["Launched."] }));
-  await using daemon = await startDaemon(llm.url);
-  const socket = daemon.paths.socketPath;
-  const env = (name: string) =>
-    name === "XDG_RUNTIME_DIR" ? daemon.paths.runtimeDir : undefined;
-  const command = chatCommand(["--no-think"], env);
-  assert.deepEqual(command.args, [
-    "run",
-    "--quiet",
-    "--no-prompt",
-    ...clientFlags(socket),
-    MAIN,
-    "chat",
-    "--no-think",
-  ]);
-  // What `deno task chat` would run, until main.ts routes `chat-launch`.
-  const launcher = join(daemon.home, "launch.ts");
-  await Deno.writeTextFile(
-    launcher,
-    `import { launchChat } from ${
-      JSON.stringify(new URL("../../src/clients/chat.ts", import.meta.url).href)
-    };\nDeno.exit(await launchChat(Deno.args));\n`,
-  );
-  const result = await runClient(
-    [
+const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
+
+Deno.test({
+  name:
+    `deno task chat runs the client alone with exactly the socket's grants; Ctrl-C stops a reply, Ctrl-D exits 0${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(reply({ content: ["Launched."] }), hold(["Once upon "]));
+    await using daemon = await startDaemon(llm.url);
+    await using chat = ClientProcess.spawn(
+      ["task", "--quiet", "--config", DENO_JSON, "chat"],
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    const task = descendants(chat.child.pid).filter((pid) =>
+      argvOf(pid)[1] === "task"
+    );
+    assert.equal(task.length, 1, "one deno task");
+    const [client, ...more] = descendants(task[0]!);
+    assert.deepEqual(more, [], "nothing but the client below deno task");
+    const argv = argvOf(client!);
+    assert.deepEqual(argv.slice(1), [
       "run",
       "--quiet",
-      `--config=${new URL("../../deno.json", import.meta.url).pathname}`,
-      "--allow-env=XDG_RUNTIME_DIR",
-      "--allow-run=deno",
-      launcher,
-    ],
-    { ...clientEnv(daemon.paths.runtimeDir), DENO_DIR: denoDir() },
-    "Launch?\n",
+      "--no-prompt",
+      "--no-config",
+      ...clientFlags(daemon.paths.socketPath),
+      "main.ts",
+      "chat",
+    ]);
+
+    await chat.type("Launch?\r");
+    at = await chat.waitFor("Launched.", at);
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("Tell me a story\r");
+    at = await chat.waitFor("Once upon", at);
+    const aborted = llm.nextAbort();
+    await chat.type("\x03");
+    await within(aborted, "the model request to be aborted");
+    at = await chat.waitFor("[stopped]", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+  },
+});
+
+Deno.test("deno task ask prints one answer for scripts, and exits 2 when no daemon answers", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["Forty", "-two."] }));
+  await using daemon = await startDaemon(llm.url);
+  const env = clientEnv(daemon.paths.runtimeDir);
+  const answered = await runClient(
+    ["task", "--quiet", "--config", DENO_JSON, "ask", "The answer?"],
+    env,
   );
-  assert.equal(result.stderr, "");
-  assert.equal(result.code, 0);
-  assert.match(result.stdout, /> Launch\?\nLaunched\.\n\n$/);
+  assert.equal(answered.stdout, "Forty-two.\n");
+  assert.equal(answered.stderr, "");
+  assert.equal(answered.code, 0);
+  await daemon.stop();
+  const down = await runClient(
+    ["task", "--quiet", "--config", DENO_JSON, "ask", "Anyone?"],
+    env,
+  );
+  assert.equal(down.code, 2);
+  assert.equal(
+    down.stderr,
+    `${noDaemonMessage(daemon.paths.socketPath)}\n`,
+  );
 });
 
 Deno.test("parseChatArgs takes --no-think and --export-dir and names anything else", () => {
@@ -533,25 +586,4 @@ Deno.test({
     await chat.type("\x04");
     assert.equal(await chat.exit(), 0);
   },
-});
-
-Deno.test("the chat launcher gives --export-dir a write grant for that directory only, made absolute", () => {
-  const env = (name: string) =>
-    name === "XDG_RUNTIME_DIR"
-      ? "/run/user/1000"
-      : name === "INIT_CWD"
-      ? "/home/me/notes"
-      : undefined;
-  const command = chatCommand(["--export-dir", "out", "--no-think"], env);
-  assert.deepEqual(command.args, [
-    "run",
-    "--quiet",
-    "--no-prompt",
-    ...clientFlags("/run/user/1000/desktop-assistant.sock"),
-    "--allow-write=/home/me/notes/out",
-    MAIN,
-    "chat",
-    "--no-think",
-    "--export-dir=/home/me/notes/out",
-  ]);
 });

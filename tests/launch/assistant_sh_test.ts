@@ -108,6 +108,12 @@ Deno.test("assistant.sh start, status, a refused second start, stop, then status
   assert.equal(up.code, 0, up.stdout + up.stderr);
   assert.match(up.stdout, new RegExp(`process: running, pid ${pid}`));
   assert.match(up.stdout, new RegExp(`answers ping: pid ${pid}, version `));
+  assert.ok(
+    up.stdout.includes(
+      `\nbackend: up at ${llm.url}, model /srv/models/tiny.gguf, context 4096 tokens\n`,
+    ),
+    up.stdout,
+  );
   assert.match(up.stdout, /log: .*assistant\.log, last lines:\n/);
   assert.match(up.stdout, / info reply done conv=1 /, "the log's tail");
 
@@ -134,8 +140,9 @@ Deno.test("assistant.sh start, status, a refused second start, stop, then status
   assert.match(idle.stdout, /is not running/);
 });
 
-Deno.test("assistant.sh status is 0 for a daemon started another way, with socat or with deno, and 1 once it stops", async () => {
+Deno.test("assistant.sh status is 0 for a daemon started another way, with socat or with deno, and 1 once it stops; it says llama-server is down", async () => {
   await using llm = await FakeLlm.start();
+  await llm.stop();
   await using daemon = await Daemon.start({ llmUrl: llm.url });
   const env = { ...inheritedEnv(), ...daemon.env };
   const socat = (await new Deno.Command("bash", {
@@ -151,6 +158,12 @@ Deno.test("assistant.sh status is 0 for a daemon started another way, with socat
       new RegExp(`answers ping: pid ${daemon.child.pid},`),
     );
     assert.match(status.stdout, /process: no pid file/);
+    assert.ok(
+      status.stdout.includes(
+        `\nbackend: down at ${llm.url}: no connection to ${llm.url} (connection refused)\n`,
+      ),
+      `${how}: ${status.stdout}`,
+    );
   }
   await daemon.stop();
   const down = await sh(env, "status");
@@ -176,6 +189,51 @@ Deno.test("assistant.sh start reports a failed start with the reason: a broken c
   assert.match(refused.stderr, /failed to start/);
   assert.match(refused.stderr, /exists and is not a socket/, "the log's tail");
   assert.equal(await exists(home.pidFile), false);
+});
+
+/** The state letter of a process from /proc (S, R, Z, …), or null once it is gone. */
+async function procState(pid: number): Promise<string | null> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  } catch {
+    return null;
+  }
+}
+
+Deno.test("assistant.sh trusts a pid file only when /proc shows the daemon: a reused pid is never refused or signalled", async () => {
+  await using llm = await FakeLlm.start();
+  await using home = await makeHome(`llm_url = ${JSON.stringify(llm.url)}\n`);
+  // After a crash the pid file stays, and the system gives its number to
+  // another process: this one stands in for it.
+  const other = new Deno.Command("sleep", { args: ["300"] }).spawn();
+  try {
+    await Deno.writeTextFile(home.pidFile, `${other.pid}\n`);
+
+    const status = await sh(home.env, "status");
+    assert.equal(status.code, 1);
+    assert.match(status.stdout, /process: not running \(stale pid file /);
+
+    const idle = await sh(home.env, "stop");
+    assert.equal(idle.code, 0, idle.stdout + idle.stderr);
+    assert.match(idle.stdout, /is not running/);
+    assert.equal(await procState(other.pid), "S", "the other process lives");
+    assert.equal(await exists(home.pidFile), false);
+
+    await Deno.writeTextFile(home.pidFile, `${other.pid}\n`);
+    const started = await sh(home.env, "start");
+    assert.equal(started.code, 0, started.stdout + started.stderr);
+    const pid = Number(started.stdout.match(/started \(pid (\d+)\)/)?.[1]);
+    assert.equal(await ping(home.socket), pid);
+
+    const stopped = await sh(home.env, "stop");
+    assert.equal(stopped.code, 0, stopped.stdout + stopped.stderr);
+    assert.match(stopped.stdout, new RegExp(`stopped \\(pid ${pid}\\)`));
+    assert.equal(await procState(other.pid), "S", "the other process lives");
+  } finally {
+    other.kill("SIGKILL");
+    await other.status;
+  }
 });
 
 /** The words of a systemd ExecStart line as written by assistant.sh. */

@@ -85,7 +85,7 @@ Deno.test("check against the fake llama-server: every line ok, exit 0, and no da
     `ok   config: ${home.configFile}`,
     "ok   permissions: this process has every grant the config needs",
     "ok   tools: none loaded from no dirs",
-    `ok   llama-server: ${llm.url} answers /health`,
+    `ok   backend: up at ${llm.url}`,
     "ok   model: /srv/models/tiny.gguf (single model), context 4096 tokens",
     `ok   history: no database yet at ${home.dbPath}: the daemon creates it at its first start`,
   ]);
@@ -100,10 +100,12 @@ Deno.test("check with nothing listening at llm_url: a fail line naming the URL, 
   );
   const result = await check(home);
   assert.equal(result.code, 1);
-  const line = result.lines.find((l) => l.startsWith("fail llama-server:"));
-  assert.ok(line, result.lines.join("\n"));
-  assert.ok(line.includes(`unreachable at ${url} `), line);
-  assert.match(line, /start llama-server there, or set llm_url/);
+  assert.ok(
+    result.lines.includes(
+      `fail backend: down: no connection to ${url} (connection refused): start llama-server there, or set llm_url in the config`,
+    ),
+    result.lines.join("\n"),
+  );
   // The other checks still ran.
   assert.ok(result.lines.some((l) => l.startsWith("ok   history:")));
 });
@@ -123,12 +125,47 @@ Deno.test("check against a router with no model loaded: fail, and no model is lo
   assert.equal(result.code, 1);
   assert.ok(
     result.lines.includes(
+      `warn backend: loading at ${llm.url}: llama-server is loading small`,
+    ),
+    result.lines.join("\n"),
+  );
+  assert.ok(
+    result.lines.includes(
       `fail model: no model loaded at ${llm.url}: load one in llama-server (the daemon never loads or swaps a model itself)`,
     ),
     result.lines.join("\n"),
   );
   assert.deepEqual(llm.autoloads, []);
+  assert.deepEqual(llm.namedModels, []);
   assert.equal(llm.requests.some((r) => r.path.startsWith("/props")), false);
+});
+
+Deno.test("check prints no_model for a router with nothing loaded, and loading for a server loading its model", async () => {
+  await using llm = await FakeLlm.start({
+    mode: "router",
+    models: [{ id: "big", status: "unloaded" }],
+  });
+  await using home = await makeHome(
+    `llm_url = ${JSON.stringify(llm.url)}\ntools_dirs = []\n`,
+  );
+  const idle = await check(home);
+  assert.equal(idle.code, 1);
+  assert.ok(
+    idle.lines.includes(
+      `warn backend: no_model at ${llm.url}: no model is loaded or sleeping (the router knows 1): load one in llama-server`,
+    ),
+    idle.lines.join("\n"),
+  );
+  llm.setLoading(true);
+  const loading = await check(home);
+  assert.equal(loading.code, 1);
+  assert.ok(
+    loading.lines.includes(
+      `warn backend: loading at ${llm.url}: llama-server is loading its model`,
+    ),
+    loading.lines.join("\n"),
+  );
+  assert.deepEqual(llm.namedModels, []);
 });
 
 Deno.test("check lists skipped tools as warnings with their reasons and still passes", async () => {

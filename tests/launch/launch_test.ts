@@ -1,7 +1,8 @@
 /**
- * The launcher end to end: `main.ts flags` for a sample config, the daemon
- * started by `main.ts launch serve` with exactly those flags, and the refusals
- * when the flags and the config disagree or the config is broken.
+ * The flags end to end: `main.ts flags` for a sample config, the daemon
+ * started by `deno task start` with exactly those flags and no launcher
+ * beside it, and the refusals when the flags and the config disagree or the
+ * config is broken.
  */
 import assert from "node:assert/strict";
 import { basename, join } from "node:path";
@@ -15,8 +16,10 @@ import { V8_FLAGS } from "../../src/launch/permissions.ts";
 import { daemonEnv, exists, inheritedEnv } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { SocketClient } from "../support/socket_client.ts";
+import { argvOf, descendants } from "../support/process_tree.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+const ROOT = new URL("../../", import.meta.url).pathname;
 const FIXTURE_TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname
   .replace(/\/$/, "");
 /** The launcher's own grants: what `deno task start` runs it with. */
@@ -57,10 +60,12 @@ async function makeHome(config: string): Promise<
 async function deno(
   args: string[],
   env: Record<string, string>,
+  cwd?: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args,
     env,
+    ...(cwd ? { cwd } : {}),
     clearEnv: true,
     stdin: "null",
     signal: AbortSignal.timeout(WAIT_MS),
@@ -86,10 +91,11 @@ class Running implements AsyncDisposable {
   #changed = Promise.withResolvers<void>();
   #reading: Promise<void>;
 
-  constructor(args: string[], env: Record<string, string>) {
+  constructor(args: string[], env: Record<string, string>, cwd?: string) {
     const child = new Deno.Command(Deno.execPath(), {
       args,
       env,
+      ...(cwd ? { cwd } : {}),
       clearEnv: true,
       stdin: "null",
       stdout: "null",
@@ -247,7 +253,7 @@ Deno.test("main.ts flags prints the scoped grants of a sample config, and --shel
   );
 });
 
-Deno.test("main.ts launch serve runs the daemon with exactly the derived flags; a turn with a tool call completes; SIGTERM reaches it", async () => {
+Deno.test("deno task start runs the daemon with exactly the derived flags and no launcher; a turn with a tool call completes; SIGTERM and SIGINT reach it", async () => {
   await using llm = await FakeLlm.start();
   await using home = await makeHome(
     `llm_url = ${JSON.stringify(llm.url)}\ntools_dirs = ${
@@ -255,22 +261,20 @@ Deno.test("main.ts launch serve runs the daemon with exactly the derived flags; 
     }\n`,
   );
   const flags = await printedFlags(home.env);
-  await using launcher = new Running(
-    ["run", ...LAUNCHER, MAIN, "launch", "serve"],
-    home.env,
-  );
-  await launcher.waitFor(/ info listening socket=/);
+  const task = new Running(["task", "start"], home.env, ROOT);
+  await using _task = task;
+  await task.waitFor(/ info listening socket=/);
 
   await using client = await SocketClient.connect(home.socket);
   await client.next("hello");
   await client.send({ type: "ping" });
   const pong = await client.next("pong");
-  const argv = (await Deno.readTextFile(`/proc/${pong.pid}/cmdline`))
-    .split("\0").slice(0, -1);
+  // `deno task` and the daemon: nothing else stays resident.
+  assert.deepEqual(descendants(task.child.pid), [pong.pid]);
+  const argv = argvOf(pong.pid);
   const from = argv.indexOf("--no-prompt");
-  assert.ok(from > 0, argv.join(" "));
-  assert.deepEqual(argv.slice(from + 1), [...flags, MAIN, "serve"]);
-  assert.equal(argv[from - 1], "run");
+  assert.deepEqual(argv.slice(1, from + 1), ["run", "--no-prompt"]);
+  assert.deepEqual(argv.slice(from + 1), [...flags, "main.ts", "serve"]);
 
   llm.enqueue(
     reply({
@@ -293,11 +297,46 @@ Deno.test("main.ts launch serve runs the daemon with exactly the derived flags; 
   const second = llm.chats[1]?.body as { messages: { content: string }[] };
   assert.match(second.messages.at(-1)!.content, /^argc=5\n\[hi there\]/);
 
-  const status = await launcher.stop("SIGTERM");
-  assert.equal(status.code, 0, launcher.log);
-  assert.match(launcher.log, / info exit code=0 reason=SIGTERM\n$/);
+  // A signal to `deno task` (a service manager's SIGTERM) reaches the daemon.
+  const status = await task.stop("SIGTERM");
+  assert.equal(status.code, 0, task.log);
+  assert.match(task.log, / info exit code=0 reason=SIGTERM\n$/);
   assert.equal(await exists(home.socket), false, "socket removed");
   await client.closed();
+
+  // And SIGINT, as Ctrl-C sends it.
+  await using again = new Running(["task", "start"], home.env, ROOT);
+  await again.waitFor(/ info listening socket=/);
+  const interrupted = await again.stop("SIGINT");
+  assert.equal(interrupted.code, 0, again.log);
+  assert.match(again.log, / info exit code=0 reason=SIGINT\n$/);
+});
+
+Deno.test("main.ts flags --task refuses a flag that deno task would split, and the daemon started without flags says so", async () => {
+  await using home = await makeHome(`llm_url = "http://127.0.0.1:8123"\n`);
+  const spaced = `${home.home}/my tools`;
+  await Deno.mkdir(spaced);
+  await Deno.writeTextFile(
+    home.configFile,
+    `tools_dirs = ${JSON.stringify([spaced])}\n`,
+    { append: true },
+  );
+  const plain = await deno(["run", ...LAUNCHER, MAIN, "flags"], home.env);
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.ok(plain.stdout.includes(spaced), "one flag per line keeps it whole");
+  const task = await deno(
+    ["run", ...LAUNCHER, MAIN, "flags", "--task"],
+    home.env,
+  );
+  assert.equal(task.code, 1);
+  assert.equal(task.stdout, "");
+  assert.match(task.stderr, /contains whitespace, .*assistant\.sh start/);
+
+  const started = await deno(["task", "start"], home.env, ROOT);
+  assert.equal(started.code, 1);
+  assert.match(started.stderr, /contains whitespace/);
+  assert.match(started.stderr, /Started without its permission flags/);
+  assert.equal(await exists(home.socket), false, "never listened");
 });
 
 Deno.test("flags derived for another llm_url host: the daemon refuses at start, naming the missing --allow-net", async () => {
@@ -391,14 +430,12 @@ Deno.test("a TOML syntax error and a wrong type each stop the start, naming the 
       const flags = await printedFlags(home.env);
       await Deno.writeTextFile(home.configFile, text);
 
-      // Through the launcher (deno task start), before any daemon starts.
-      const launched = await deno(
-        ["run", ...LAUNCHER, MAIN, "launch", "serve"],
-        home.env,
-      );
+      // Through deno task start: the flags are not derived, so no daemon starts.
+      const launched = await deno(["task", "start"], home.env, ROOT);
       assert.equal(launched.code, 1);
       assert.match(launched.stderr, expect);
       assert.match(launched.stderr, new RegExp(home.configFile));
+      assert.match(launched.stderr, /Started without its permission flags/);
 
       // The daemon itself, started with flags from before the edit.
       const direct = await deno(

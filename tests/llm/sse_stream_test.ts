@@ -67,10 +67,9 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   throw new Error("Expected a rejection");
 }
 
-Deno.test("think tags split at every position route to think deltas", async () => {
-  const text = "Intro <think>weighing é options</think>The answer.";
+Deno.test("a leading think block split at every position routes to think deltas", async () => {
+  const text = "<think>\nweighing é options</think>\n\nThe answer.";
   const expected = [
-    content("Intro "),
     { kind: "think", text: "weighing é options" },
     content("The answer."),
   ];
@@ -85,29 +84,68 @@ Deno.test("think tags split at every position route to think deltas", async () =
   }
 });
 
-Deno.test("think tags: a tag prefix is held only until it cannot be a tag", async () => {
+Deno.test("think tags: a literal tag inside an answer is the answer's text", async () => {
+  // Asked about think tags, a model writes them; only a reply that opens
+  // with the tag is reasoning.
+  const text = "The <think> tag marks reasoning; </think> closes it.";
+  for (let i = 0; i <= text.length; i++) {
+    const out = await throughThink(
+      [text.slice(0, i), text.slice(i)].map(content),
+    );
+    assert.deepEqual(merged(out), [content(text)], `split at ${i}`);
+  }
+  // After the leading block, a second one is text too.
+  assert.deepEqual(
+    merged(
+      await throughThink([content("<think>hm</think>Use <think>x</think>.")]),
+    ),
+    [{ kind: "think", text: "hm" }, content("Use <think>x</think>.")],
+  );
+});
+
+Deno.test("think tags: a server that splits reasoning never has its content routed", async () => {
   const out = await throughThink([
-    content("a <thi"),
-    { kind: "finish", reason: "stop" },
-    content("x </think"),
+    { kind: "think", text: "hm" },
+    content("<think>also"),
+    content("</think>done"),
   ]);
   assert.deepEqual(merged(out), [
-    content("a <thi"),
-    { kind: "finish", reason: "stop" },
-    content("x </think"),
+    { kind: "think", text: "hm" },
+    content("<think>also</think>done"),
   ]);
 });
 
-Deno.test("think tags: reasoning deltas and tool calls pass through in order", async () => {
+Deno.test("think tags: a tag prefix is held only until it cannot be a tag", async () => {
+  assert.deepEqual(
+    merged(
+      await throughThink([
+        content("  <thi"),
+        { kind: "finish", reason: "stop" },
+        content("x </think"),
+      ]),
+    ),
+    [
+      content("  <thi"),
+      { kind: "finish", reason: "stop" },
+      content("x </think"),
+    ],
+  );
+  assert.deepEqual(
+    merged(await throughThink([content("<thin"), content("g")])),
+    [
+      content("<thing"),
+    ],
+  );
+});
+
+Deno.test("think tags: tool calls inside an open block pass through in order", async () => {
   const call: Delta = { kind: "tool_call", index: 0, arguments: "{}" };
   const out = await throughThink([
-    { kind: "think", text: "hm" },
     content("<think>also"),
     call,
     content("</think>done"),
   ]);
   assert.deepEqual(out, [
-    { kind: "think", text: "hm" },
     { kind: "think", text: "also" },
     call,
     content("done"),

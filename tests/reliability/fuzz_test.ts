@@ -33,7 +33,7 @@ const RSS_SECOND_HALF_LIMIT_KIB = 192 * 1024;
 const rng = seeded(20260801);
 
 /** What one line must get back, with the line's ref when it is echoed. `reject` marks lines this suite never sends (a real ask, a real delete, a rename). */
-type Answer =
+export type Answer =
   & (
     | { kind: "none" }
     | { kind: "reject" }
@@ -74,8 +74,11 @@ const isTitle = (value: unknown): boolean =>
   typeof value === "string" && value.trim() !== "" &&
   Array.from(value.trim().split(/\s+/).join(" ")).length <= 200;
 
-/** The protocol's answer to one line (without its newline), from the rules in SPEC §4. */
-function answerTo(bytes: Uint8Array, existing: ReadonlySet<number>): Answer {
+/** The protocol's answer to one line (without its newline), from the rules in SPEC §4; `reject` for lines the suite never sends. */
+export function answerTo(
+  bytes: Uint8Array,
+  existing: ReadonlySet<number>,
+): Answer {
   // A CRLF line end is a line end: its CR is not part of the line.
   const line = bytes.at(-1) === 0x0d ? bytes.subarray(0, -1) : bytes;
   if (line.length > MAX_LINE) return bad("line too long");
@@ -605,7 +608,8 @@ const GENERATORS: [number, Make][] = [
 
 const TOTAL_WEIGHT = GENERATORS.reduce((sum, [weight]) => sum + weight, 0);
 
-function generate(): Uint8Array {
+/** The next seeded hostile line, without its newline. */
+export function generate(): Uint8Array {
   let roll = rng.next() * TOTAL_WEIGHT;
   for (const [weight, make] of GENERATORS) {
     roll -= weight;

@@ -23,8 +23,12 @@ class ScriptedBrain implements Brain {
   /** Searches for "slow" wait for this gate. */
   gate = Promise.withResolvers<void>();
   slowStarted = Promise.withResolvers<void>();
+  /** Runs in the microtask after a hello is made: before a byte of it can be written. */
+  afterHello: (() => void) | null = null;
 
   hello(): Event {
+    const after = this.afterHello;
+    if (after) queueMicrotask(after);
     return {
       type: "hello",
       state: "idle",
@@ -383,6 +387,50 @@ Deno.test("one event larger than maxBacklog still reaches a client that reads", 
   assert.equal(t.server.clientCount, 1);
 });
 
+Deno.test("a reading client is not dropped for what follows one event larger than maxBacklog", async () => {
+  await using t = await setup({ maxBacklog: 64 * 1024, stallMs: 60_000 });
+  await using reader = await t.connect();
+  const big = "z".repeat(1024 * 1024);
+  // In one go, as an `open` of a long conversation and the tokens of a reply
+  // in flight: the big event cannot have been written yet.
+  t.server.broadcast({
+    type: "conversation",
+    id: 1,
+    turns: [{ user: "q", reply: big, tools: [] }],
+  });
+  for (let i = 0; i < 32; i++) {
+    t.server.broadcast({ type: "token", delta: `${i}:${"t".repeat(1000)}` });
+  }
+  const got = await reader.until((e) =>
+    e.type === "token" && e.delta.startsWith("31:")
+  );
+  assert.equal(got[0]?.type, "conversation");
+  assert.equal(got.filter((e) => e.type === "token").length, 32);
+  await pingPong(reader);
+  assert.equal(t.server.clientCount, 1);
+  assert.ok(!t.logs.lines.some((line) => /client dropped/.test(line)));
+});
+
+Deno.test("a late client gets a hello larger than maxBacklog and the events right behind it", async () => {
+  await using t = await setup({ maxBacklog: 64 * 1024, stallMs: 60_000 });
+  t.brain.asked.push("q".repeat(512 * 1024));
+  // A reply in flight keeps broadcasting while the hello is still unwritten.
+  t.brain.afterHello = () => {
+    for (let i = 0; i < 8; i++) {
+      t.server.broadcast({ type: "token", delta: `${i}:${"t".repeat(1000)}` });
+    }
+  };
+  await using late = await SocketClient.connect(t.path);
+  const hello = await late.next("hello");
+  assert.equal(hello.turns[0]?.user.length, 512 * 1024);
+  const tokens = await late.until((e) =>
+    e.type === "token" && e.delta.startsWith("7:")
+  );
+  assert.equal(tokens.length, 8);
+  await pingPong(late);
+  assert.equal(t.server.clientCount, 1);
+});
+
 Deno.test("a client that goes away is removed; a half-closed one gets its answers first", async () => {
   await using t = await setup();
   await using stay = await t.connect();
@@ -421,6 +469,32 @@ Deno.test("max_clients + 1: the last connection gets the error and is closed", a
   await t.logs.waitFor(/client left client=1\b/);
   await using d = await t.connect();
   await pingPong(d);
+});
+
+Deno.test("onClients hears the count of greeted clients: joins and leaves, never a refused one", async () => {
+  const counts: number[] = [];
+  let changed = Promise.withResolvers<void>();
+  await using t = await setup({
+    maxClients: 2,
+    onClients: (count) => {
+      counts.push(count);
+      changed.resolve();
+      changed = Promise.withResolvers<void>();
+    },
+  });
+  await using a = await t.connect();
+  await using b = await t.connect();
+  assert.deepEqual(counts, [1, 2]);
+  await using refused = await SocketClient.connect(t.path);
+  await refused.closed();
+  assert.deepEqual(counts, [1, 2]);
+  const left = changed.promise;
+  await a.close();
+  await left;
+  const gone = changed.promise;
+  await b.close();
+  await gone;
+  assert.deepEqual(counts, [1, 2, 1, 0]);
 });
 
 Deno.test("the socket is mode 0600 and gone after close; close is idempotent", async () => {

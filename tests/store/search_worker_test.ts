@@ -4,6 +4,12 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Store, type StoredTurn } from "../../src/store/store.ts";
 import { SearchWorker } from "../../src/store/search_worker.ts";
+import { Assistant } from "../../src/assistant/assistant.ts";
+import { AssistantError } from "../../src/errors.ts";
+import { type LogSink, setLogSink } from "../../src/log.ts";
+import { Server } from "../../src/server/server.ts";
+import { SocketClient } from "../support/socket_client.ts";
+import { TURN_CONFIG } from "../support/turn_config.ts";
 
 function turn(user: string, reply: string): StoredTurn {
   return {
@@ -204,4 +210,107 @@ await Deno.stdout.write(new TextEncoder().encode(JSON.stringify(hits)));
   } finally {
     Deno.removeSync(scriptDir, { recursive: true });
   }
+});
+
+/**
+ * A spawn hook whose first worker dies of an uncaught error at its first
+ * search (its message carrying the query, as a real one might); later ones
+ * are the real worker.
+ */
+function crashingFirst(): {
+  spawn: (url: string) => Worker;
+  count: () => number;
+} {
+  let spawned = 0;
+  const crash = URL.createObjectURL(
+    new Blob(
+      [
+        `self.onmessage = ({ data }) => {
+          if (data.type === "search") throw new Error("secret " + data.q);
+        };`,
+      ],
+      { type: "application/javascript" },
+    ),
+  );
+  return {
+    spawn: (url) => {
+      spawned++;
+      const worker = new Worker(spawned === 1 ? crash : url, {
+        type: "module",
+      });
+      if (spawned === 1) URL.revokeObjectURL(crash);
+      return worker;
+    },
+    count: () => spawned,
+  };
+}
+
+/** Keeps log lines in memory for the test's duration. */
+function captureLog(): { lines: string[] } & Disposable {
+  const lines: string[] = [];
+  const previous: LogSink = setLogSink({ write: (line) => lines.push(line) });
+  return { lines, [Symbol.dispose]: () => setLogSink(previous) };
+}
+
+Deno.test("search worker: after an uncaught error it respawns; the failed search names nothing of the worker's", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  const id = store.saveTurn(null, turn("quokka question", "Smiles."));
+  using log = captureLog();
+  const hook = crashingFirst();
+  await using worker = new SearchWorker(tmp.path, { spawn: hook.spawn });
+
+  const failed = await worker.search("quokka", 5).then(
+    () => assert.fail("the crashed search answered"),
+    (error: unknown) => error,
+  );
+  assert.ok(failed instanceof Error && !(failed instanceof AssistantError));
+  assert.doesNotMatch(String(failed), /secret|quokka/);
+  assert.ok(
+    log.lines.some((line) => / error search worker crashed /.test(line)),
+  );
+  assert.ok(!log.lines.some((line) => /secret|quokka/.test(line)), "logged");
+
+  assert.deepEqual((await worker.search("quokka", 5)).map((h) => h.id), [id]);
+  assert.equal(hook.count(), 2);
+  assert.deepEqual(await worker.search("quokka", 5), store.search("quokka", 5));
+  assert.equal(hook.count(), 2, "a working worker is kept");
+});
+
+Deno.test("search worker: through the socket, a crash is answered search failed and the next search works", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  const id = store.saveTurn(null, turn("wombat question", "Burrows."));
+  using _log = captureLog();
+  await using worker = new SearchWorker(tmp.path, {
+    spawn: crashingFirst().spawn,
+  });
+  let server: Server | null = null;
+  using assistant = new Assistant({
+    store,
+    llm: {
+      chooseModel: () => Promise.reject(new Error("no model here")),
+      chat: () => Promise.reject(new Error("no model here")),
+    },
+    tools: [],
+    searcher: worker,
+    emit: (event) => server?.broadcast(event),
+    config: TURN_CONFIG,
+  });
+  await using listening = await Server.listen({
+    path: join(tmp.dir, "s.sock"),
+    brain: assistant,
+    maxClients: 4,
+  });
+  server = listening;
+  await using client = await SocketClient.connect(join(tmp.dir, "s.sock"));
+  await client.next("hello");
+  await client.send({ type: "search", q: "wombat" });
+  assert.deepEqual(await client.next(), {
+    type: "error",
+    message: "search failed",
+  });
+  await client.send({ type: "search", q: "wombat" });
+  const results = await client.next("results");
+  assert.deepEqual(results.items.map((item) => item.id), [id]);
 });

@@ -4,7 +4,11 @@ import { join } from "node:path";
 import { AssistantError } from "../../src/errors.ts";
 import { setLogSink } from "../../src/log.ts";
 import { Store, type StoredTurn } from "../../src/store/store.ts";
-import { integrityProblems, SCHEMA_VERSION } from "../../src/store/schema.ts";
+import {
+  integrityProblems,
+  migrate,
+  SCHEMA_VERSION,
+} from "../../src/store/schema.ts";
 
 function turn(user: string, reply: string, tools: string[] = []): StoredTurn {
   return {
@@ -802,6 +806,101 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
     assert.deepEqual(store.list().map((i) => i.id), [other]);
     settle(store);
     assert.deepEqual(store.search("old"), []);
+    assert.deepEqual(store.integrityCheck(), []);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: a conversation id never comes back after a delete", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    using store = new Store(join(dir, "history.db"), { now: clock() });
+    const first = store.saveTurn(null, turn("first question", "one"));
+    const newest = store.saveTurn(null, turn("newest question", "two"));
+    assert.equal(store.delete(newest), true);
+    settle(store);
+    // A client holding the old list must not open or delete a stranger.
+    const next = store.saveTurn(null, turn("next question", "three"));
+    assert.ok(next > newest, `id ${next} after deleting ${newest}`);
+    assert.equal(store.open(newest), null);
+    assert.deepEqual(store.list().map((item) => item.id), [next, first]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: a file made at schema version 3 migrates to ids that never come back, keeping every row", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    // The file as the daemon made it at version 3, with data in every table.
+    const raw = new DatabaseSync(path);
+    raw.exec("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON");
+    migrate(raw, path, 3);
+    raw.exec(`
+      INSERT INTO conversations(id, title, created, updated) VALUES
+        (1, 'kept one', 100, 100), (2, 'kept two', 200, 200),
+        (3, 'being deleted', 300, 300), (4, 'gone already', 400, 400);
+      INSERT INTO turns(conv, seq, user, reply, tools, messages) VALUES
+        (1, 1, 'apricot question', 'apricot reply', '[]', '[]'),
+        (2, 1, 'banana question', 'banana reply', '[]', '[]'),
+        (2, 2, 'banana again', 'more banana', '["date"]', '[]'),
+        (3, 1, 'cherry question', 'cherry reply', '[]', '[]');
+      INSERT INTO deleted_conversations(id) VALUES (3);
+      DELETE FROM conversations WHERE id = 4;`);
+    raw.close();
+
+    using store = new Store(path, { now: clock(1000) });
+    peek(path, (db) => {
+      assert.equal(
+        db.prepare("PRAGMA user_version").get()?.user_version,
+        SCHEMA_VERSION,
+      );
+      const table = db.prepare(
+        "SELECT sql FROM sqlite_schema WHERE name = 'conversations'",
+      ).get();
+      assert.match(String(table?.sql), /AUTOINCREMENT/);
+      assert.deepEqual(
+        db.prepare("PRAGMA index_list(conversations)").all()
+          .map((row) => row.name),
+        ["conversations_updated"],
+      );
+      // turns and deleted_conversations still cascade from conversations.
+      for (const child of ["turns", "deleted_conversations"]) {
+        const keys = db.prepare(`PRAGMA foreign_key_list(${child})`).all();
+        assert.deepEqual(
+          keys.map((key) => [key.table, key.on_delete]),
+          [["conversations", "CASCADE"]],
+          child,
+        );
+      }
+    });
+    assert.deepEqual(store.integrityCheck(), []);
+    assert.deepEqual(store.list(), [
+      { id: 2, title: "kept two", updated: 200 },
+      { id: 1, title: "kept one", updated: 100 },
+    ]);
+    assert.deepEqual(store.open(2)?.turns, [
+      { user: "banana question", reply: "banana reply", tools: [] },
+      { user: "banana again", reply: "more banana", tools: ["date"] },
+    ]);
+    assert.deepEqual(store.search("apricot").map((hit) => hit.id), [1]);
+    // The delete in flight at the old version finishes, its turns with it.
+    settle(store);
+    assert.equal(
+      peek(path, (db) => count(db, "SELECT count(*) AS n FROM turns")),
+      3,
+    );
+    assert.deepEqual(store.search("cherry"), []);
+
+    // From here on, a deleted id is never given again.
+    const fresh = store.saveTurn(null, turn("durian question", "durian"));
+    assert.ok(fresh >= 4, `id ${fresh}`);
+    assert.equal(store.delete(fresh), true);
+    settle(store);
+    const after = store.saveTurn(null, turn("elderberry question", "e"));
+    assert.ok(after > fresh, `id ${after} after deleting ${fresh}`);
     assert.deepEqual(store.integrityCheck(), []);
   } finally {
     Deno.removeSync(dir, { recursive: true });

@@ -75,6 +75,9 @@ const JSON_HEADERS = {
   "Access-Control-Allow-Origin": "",
   "Content-Type": "application/json; charset=utf-8",
 };
+/** What every endpoint answers while the model loads (`single/health_loading_503.json`). */
+export const LOADING_BODY =
+  '{"error":{"message":"Loading model","type":"unavailable_error","code":503}}';
 const CUT = Symbol("cut");
 const encoder = new TextEncoder();
 /** Cursor-style queue: each `next()` gets the next item, waiting if needed. */
@@ -90,11 +93,24 @@ class Feed<T> {
     }
   }
 
-  next(): Promise<T> {
+  /** The next item; an abort rejects and gives up the place in line, so no item is lost. */
+  next(signal?: AbortSignal): Promise<T> {
     if (this.#read < this.items.length) {
       return Promise.resolve(this.items[this.#read++]!);
     }
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const waiter = (item: T) => {
+        signal?.removeEventListener("abort", quit);
+        resolve(item);
+      };
+      const quit = () => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", quit, { once: true });
+      this.#waiters.push(waiter);
+    });
   }
 }
 
@@ -155,8 +171,11 @@ export class FakeLlm implements AsyncDisposable {
   readonly #all = new Feed<RecordedRequest>();
   readonly #chats = new Feed<RecordedRequest>();
   readonly #aborts = new Feed<RecordedRequest>();
-  readonly #closing = new AbortController();
-  readonly #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #port: number;
+  #closing = new AbortController();
+  #server: Deno.HttpServer<Deno.NetAddr>;
+  #stopped: Promise<void> | null = null;
+  #loading = false;
 
   private constructor(options: FakeLlmOptions) {
     this.mode = options.mode ?? "single";
@@ -169,15 +188,20 @@ export class FakeLlm implements AsyncDisposable {
         }]);
     this.#defaultScript = options.defaultScript ??
       reply({ content: ["Hello", " there", "."] });
-    this.#server = Deno.serve({
+    this.#server = this.#listen(options.port ?? 0);
+    this.#port = this.#server.addr.port;
+    this.url = `http://127.0.0.1:${this.#port}`;
+  }
+
+  #listen(port: number): Deno.HttpServer<Deno.NetAddr> {
+    return Deno.serve({
       hostname: "127.0.0.1",
-      port: options.port ?? 0,
+      port,
       signal: this.#closing.signal,
       onListen() {},
       onError: () =>
         new Response(errorBody(500), { status: 500, headers: JSON_HEADERS }),
     }, (request) => this.#handle(request));
-    this.url = `http://127.0.0.1:${this.#server.addr.port}`;
   }
 
   /** Starts listening on an ephemeral loopback port. */
@@ -188,6 +212,46 @@ export class FakeLlm implements AsyncDisposable {
   /** The models now served; a copy. */
   get models(): FakeModel[] {
     return this.#models.map((model) => ({ ...model }));
+  }
+
+  /** Model names the requests so far named: `/props?model=` and chat bodies. Naming an unloaded one is what makes a router load it. */
+  get namedModels(): string[] {
+    const names: string[] = [];
+    for (const request of this.requests) {
+      const query = request.url.searchParams.get("model");
+      if (query !== null) names.push(query);
+      const body = request.body as { model?: unknown } | undefined;
+      const model = typeof body === "object" && body !== null
+        ? body.model
+        : undefined;
+      if (
+        /\/chat\/completions$/.test(request.url.pathname) &&
+        typeof model === "string"
+      ) {
+        names.push(model);
+      }
+    }
+    return names;
+  }
+
+  /** While true, every endpoint answers 503 "Loading model", as llama-server does while it loads its model. */
+  setLoading(loading: boolean): void {
+    this.#loading = loading;
+  }
+
+  /** Stops listening (connections are refused from then on); held streams end. Requests stay recorded. */
+  stop(): Promise<void> {
+    this.#closing.abort();
+    this.#stopped ??= this.#server.finished;
+    return this.#stopped;
+  }
+
+  /** Listens again on the same port after `stop`. */
+  async restart(): Promise<void> {
+    await this.stop();
+    this.#closing = new AbortController();
+    this.#server = this.#listen(this.#port);
+    this.#stopped = null;
   }
 
   /** Replaces the model list (e.g. a router unloading a model mid-test). */
@@ -211,9 +275,14 @@ export class FakeLlm implements AsyncDisposable {
     else this.#overrides.delete(pathname);
   }
 
-  /** The next request not yet returned by this method. */
-  nextRequest(): Promise<RecordedRequest> {
-    return this.#all.next();
+  /** The next request not yet returned by this method; an abort rejects it. */
+  nextRequest(signal?: AbortSignal): Promise<RecordedRequest> {
+    return this.#all.next(signal);
+  }
+
+  /** The next request not yet returned by `nextRequest`, or null when none comes within ms. */
+  requestWithin(ms: number): Promise<RecordedRequest | null> {
+    return this.#all.next(AbortSignal.timeout(ms)).catch(() => null);
   }
 
   /** The next chat request not yet returned by this method. */
@@ -228,8 +297,7 @@ export class FakeLlm implements AsyncDisposable {
 
   /** Stops the server; held streams end. */
   async [Symbol.asyncDispose](): Promise<void> {
-    this.#closing.abort();
-    await this.#server.finished;
+    await this.stop();
   }
 
   async #handle(request: Request): Promise<Response> {
@@ -270,6 +338,10 @@ export class FakeLlm implements AsyncDisposable {
     const isChat = request.method === "POST" &&
       /^(\/v1)?\/chat\/completions$/.test(url.pathname);
     if (isChat) this.#chats.push(record);
+    if (this.#loading) {
+      finish("completed");
+      return this.#json(LOADING_BODY, 503);
+    }
     const override = this.#overrides.get(url.pathname);
     if (override) {
       finish("completed");

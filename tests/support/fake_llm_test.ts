@@ -5,6 +5,7 @@ import {
   fixture,
   fixturesDir,
   hold,
+  LOADING_BODY,
   reply,
   stall,
 } from "./fake_llm.ts";
@@ -239,4 +240,66 @@ Deno.test("closing the fake ends a stream that never sent headers", async () => 
   await llm[Symbol.asyncDispose]();
   const response = await pending;
   assert.equal(await response.text(), "");
+});
+
+Deno.test({
+  name: "while loading, every endpoint answers the captured 503 Loading model",
+  ignore: noFixtures,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    const captured = await Deno.readTextFile(
+      `${FIXTURES}/single/health_loading_503.json`,
+    );
+    assert.equal(LOADING_BODY, captured.trim());
+    llm.setLoading(true);
+    for (const path of ["/health", "/v1/models", "/props"]) {
+      const response = await fetch(`${llm.url}${path}`);
+      assert.equal(response.status, 503, path);
+      assert.equal(await response.text(), captured.trim(), path);
+    }
+    const chat = await post(llm, { model: "x", messages: [] });
+    assert.equal(chat.status, 503);
+    await chat.body?.cancel();
+    llm.setLoading(false);
+    const health = await fetch(`${llm.url}/health`);
+    assert.deepEqual(await health.json(), { status: "ok" });
+  },
+});
+
+Deno.test("a stopped fake refuses connections and comes back on the same port", async () => {
+  await using llm = await FakeLlm.start();
+  const first = await fetch(`${llm.url}/health`);
+  await first.body?.cancel();
+  await llm.stop();
+  await assert.rejects(
+    fetch(`${llm.url}/health`),
+    (error: Error) => /refused/i.test(String(error.cause)),
+  );
+  await llm.restart();
+  const again = await fetch(`${llm.url}/health`);
+  assert.equal(again.status, 200);
+  await again.body?.cancel();
+  assert.deepEqual(
+    llm.requests.map((r) => r.path),
+    ["/health", "/health"],
+  );
+});
+
+Deno.test("the fake records every model a request names: /props?model= and chat bodies", async () => {
+  await using llm = await FakeLlm.start({ mode: "router" });
+  const get = (path: string) =>
+    fetch(`${llm.url}${path}`).then((r) => r.body?.cancel());
+  await get("/health");
+  await get("/v1/models");
+  await get("/props");
+  assert.deepEqual(llm.namedModels, []);
+  await get("/props?model=tiny-a&autoload=false");
+  const chat = await post(
+    llm,
+    { model: "tiny-b", messages: [] },
+    "?autoload=false",
+  );
+  await chat.body?.cancel();
+  assert.deepEqual(llm.namedModels, ["tiny-a", "tiny-b"]);
+  assert.deepEqual(llm.autoloads, []);
 });

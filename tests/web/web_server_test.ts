@@ -6,16 +6,18 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { newToken } from "../../src/web/access.ts";
-import { webCommand } from "../../src/web/launch_web.ts";
+import { webCommandWords } from "../../src/web/web_flags.ts";
 import { WEB_DIR } from "../../src/web/static_files.ts";
 import { webFlags } from "../../src/web/web.ts";
 import {
   clientEnv,
+  ClientProcess,
   MAIN,
   runClient,
   within,
 } from "../support/client_harness.ts";
-import { Daemon } from "../support/daemon_harness.ts";
+import { Daemon, daemonEnv, inheritedEnv } from "../support/daemon_harness.ts";
+import { argvOf, descendants } from "../support/process_tree.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { SocketClient } from "../support/socket_client.ts";
 import {
@@ -24,6 +26,8 @@ import {
   upgradeHeaders,
   WebProcess,
 } from "../support/web_harness.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
 
 async function stack() {
   const llm = await FakeLlm.start();
@@ -285,7 +289,7 @@ Deno.test("the canvas's grants are its address, the socket and its files, none o
   }
 });
 
-Deno.test("deno task web takes the port from web_port and passes only the canvas's flags", async () => {
+Deno.test("web-flags takes the port from web_port, and --port wins", async () => {
   const home = await Deno.makeTempDir({ prefix: "da-web-" });
   try {
     const env: Record<string, string> = {
@@ -300,17 +304,69 @@ Deno.test("deno task web takes the port from web_port and passes only the canvas
       "web_port = 9123\n",
     );
     const socket = join(home, "run", "desktop-assistant.sock");
-    const { args } = await webCommand([], (name) => env[name]);
-    const flags = webFlags({ socketPath: socket, port: 9123 });
-    assert.deepEqual(args.slice(0, 3), ["run", "--quiet", "--no-prompt"]);
-    assert.deepEqual(args.slice(3, 3 + flags.length), flags);
-    assert.deepEqual(args.slice(-3), ["web", "--port", "9123"]);
-    assert.ok(!args.some((arg) => arg === "-A" || arg === "--allow-all"));
-    // --port on the command line wins over the config.
-    const given = await webCommand(["--port", "9200"], (name) => env[name]);
-    assert.deepEqual(given.args.slice(-3), ["web", "--port", "9200"]);
-    assert.ok(given.args.includes(`--allow-net=127.0.0.1:9200,unix:${socket}`));
+    const words = await webCommandWords([], (name) => env[name]);
+    assert.deepEqual(words, [
+      ...webFlags({ socketPath: socket, port: 9123 }),
+      MAIN,
+      "web",
+      "--port",
+      "9123",
+    ]);
+    const given = await webCommandWords(
+      ["--port", "9200"],
+      (name) => env[name],
+    );
+    assert.deepEqual(given.slice(-3), ["web", "--port", "9200"]);
+    assert.ok(given.includes(`--allow-net=127.0.0.1:9200,unix:${socket}`));
   } finally {
     await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("deno task web runs the canvas with exactly its flags and nothing else resident; SIGTERM ends it", async () => {
+  await using llm = await FakeLlm.start();
+  const home = await Deno.makeTempDir({ prefix: "da-web-task-" });
+  try {
+    await using daemon = await Daemon.start({
+      llmUrl: llm.url,
+      home,
+      config: "web_port = 0\n",
+    });
+    const env = { ...daemonEnv(home), DENO_DIR: inheritedEnv().DENO_DIR! };
+    const task = ClientProcess.spawn(
+      ["task", "--quiet", "--config", join(ROOT, "deno.json"), "web"],
+      { env },
+    );
+    await using _task = task;
+    await task.waitFor(/canvas: http:\/\/127\.0\.0\.1:\d+\/[\w-]+\/\n/);
+    const url = task.stdout.match(/http:\/\/127\.0\.0\.1:\d+\/[\w-]+\//)![0];
+    // `deno task` and the canvas: nothing else stays resident.
+    const below = descendants(task.child.pid);
+    assert.equal(below.length, 1, `processes below deno task: ${below}`);
+    const argv = argvOf(below[0]!);
+    const from = argv.indexOf("--no-prompt");
+    assert.deepEqual(argv.slice(1, from + 1), [
+      "run",
+      "--quiet",
+      "--no-prompt",
+    ]);
+    assert.deepEqual(argv.slice(from + 1), [
+      ...webFlags({ socketPath: daemon.paths.socketPath, port: 0 }),
+      MAIN,
+      "web",
+      "--port",
+      "0",
+    ]);
+    const port = Number(new URL(url).port);
+    await using page = new PageSocket(
+      `ws://127.0.0.1:${port}${new URL(url).pathname}ws`,
+      `http://127.0.0.1:${port}`,
+    );
+    assert.equal((await page.next()).type, "hello");
+    task.child.kill("SIGTERM");
+    assert.equal(await task.exit(), 0);
+    assert.equal((await page.closed).code, 1001);
+  } finally {
+    await Deno.remove(home, { recursive: true }).catch(() => {});
   }
 });

@@ -1,0 +1,104 @@
+/** One reply's loop alone: an injected model source streams typed deltas, the tool runner is recorded. */
+import assert from "node:assert/strict";
+import type { ChatMessage, ToolCall } from "../../src/llm/chat_types.ts";
+import type { Delta } from "../../src/llm/sse_stream.ts";
+import { type ModelSource, runReply } from "../../src/assistant/reply.ts";
+import type { Event, PendingView } from "../../src/protocol.ts";
+import { TURN_CONFIG } from "../support/turn_config.ts";
+
+/** A model source that answers each request with the next list of deltas and records the bodies. */
+function scripted(
+  ...responses: Delta[][]
+): ModelSource & { bodies: unknown[] } {
+  const bodies: unknown[] = [];
+  return {
+    bodies,
+    chooseModel: () =>
+      Promise.resolve({ id: "/srv/models/m.gguf", router: false, nCtx: 4096 }),
+    chat: (_model, body) => {
+      bodies.push(body);
+      const next = responses.shift();
+      if (!next) return Promise.reject(new Error("no more responses"));
+      return Promise.resolve(ReadableStream.from(next));
+    },
+  };
+}
+
+Deno.test("tool-call pieces: id and name from the first piece, arguments joined", async () => {
+  // A server that repeats the name and sends another id on later pieces.
+  const llm = scripted(
+    [
+      {
+        kind: "tool_call",
+        index: 0,
+        id: "call-a",
+        name: "weather",
+        arguments: '{"pla',
+      },
+      {
+        kind: "tool_call",
+        index: 0,
+        id: "other",
+        name: "weather",
+        arguments: 'ce":',
+      },
+      { kind: "tool_call", index: 0, name: "weather", arguments: '"Paris"}' },
+      { kind: "finish", reason: "tool_calls" },
+    ],
+    [{ kind: "content", text: "Sunny." }, { kind: "finish", reason: "stop" }],
+  );
+  const calls: ToolCall[] = [];
+  const events: Event[] = [];
+  const pending: PendingView = {
+    user: "Weather?",
+    reply: "",
+    think: "",
+    tools: [],
+  };
+  const result = await runReply({
+    llm,
+    config: { ...TURN_CONFIG, thinking: false },
+    schemas: [{ type: "function", function: { name: "weather" } }],
+    runTool: (call) => {
+      calls.push(call);
+      return Promise.resolve({
+        content: "sunny",
+        bytes: 5,
+        lines: 1,
+        durationMs: 1,
+        status: "exit 0",
+      });
+    },
+    signal: new AbortController().signal,
+    now: new Date(0),
+    history: [],
+    pending,
+    stale: () => false,
+    emit: (event) => events.push(event),
+    setState: () => {},
+    onModel: () => {},
+    onUsage: () => {},
+  });
+  const expected: ToolCall = {
+    id: "call-a",
+    type: "function",
+    function: { name: "weather", arguments: '{"place":"Paris"}' },
+  };
+  assert.deepEqual(calls, [expected]);
+  assert.deepEqual(
+    events.filter((e) => e.type === "tool"),
+    [
+      { type: "tool", name: "weather", done: false },
+      { type: "tool", name: "weather", done: true },
+    ],
+  );
+  assert.deepEqual(pending.tools, ["weather"]);
+  // The follow-up request carries the call as the model made it, and the
+  // tool message answers that id.
+  const followUp = (llm.bodies[1] as { messages: ChatMessage[] }).messages;
+  assert.deepEqual(followUp.slice(-2), [
+    { role: "assistant", content: null, tool_calls: [expected] },
+    { role: "tool", tool_call_id: "call-a", content: "sunny" },
+  ]);
+  assert.deepEqual(result?.tools, ["weather"]);
+});
