@@ -140,6 +140,9 @@ function afterEvent(event) {
     case "export":
       download(event);
       break;
+    case "results":
+      shownQuery = asked.shift() ?? null;
+      break;
   }
 }
 
@@ -172,6 +175,10 @@ function drawNow() {
   queued = new Set();
   const started = performance.now();
   view.draw(model, changed);
+  if (focusFirst && changed.has("list") && shownQuery === search.value) {
+    focusFirst = false;
+    focusFirstResult();
+  }
   for (const notice of model.takeNotices()) {
     view.notice(notice.text, notice.kind);
   }
@@ -287,15 +294,33 @@ function firstConfirm() {
 const search = $("search");
 let searchTimer = 0;
 
+let searched = null;
+/** The queries sent and not yet answered, oldest first (answers come in order). */
+const asked = [];
+/** The query whose results are shown. */
+let shownQuery = null;
+/** Enter was pressed in the search field before its results came. */
+let focusFirst = false;
+
+function focusFirstResult() {
+  $("list").querySelector("button.conv")?.focus();
+}
+
 function runSearch() {
   clearTimeout(searchTimer);
   const q = search.value;
   if (q.trim() === "") {
+    searched = shownQuery = null;
     model.results = null;
     view.drawList(model);
     return;
   }
-  send({ type: "search", q, limit: SEARCH_LIMIT });
+  // The results shown are this query's already (Enter after typing).
+  if (q === searched) return;
+  if (send({ type: "search", q, limit: SEARCH_LIMIT })) {
+    searched = q;
+    asked.push(q);
+  }
 }
 
 search.addEventListener("input", () => {
@@ -307,7 +332,11 @@ search.addEventListener("keydown", (event) => {
   if (event.key === "Enter") {
     event.preventDefault();
     runSearch();
-    $("list").querySelector("button.conv")?.focus();
+    if (search.value.trim() === "" || shownQuery === search.value) {
+      focusFirstResult();
+    } else {
+      focusFirst = true;
+    }
   } else if (event.key === "ArrowDown") {
     event.preventDefault();
     $("list").querySelector("button.conv")?.focus();

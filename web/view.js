@@ -370,7 +370,15 @@ export class CanvasView {
         el("li", "none", searching ? "No match." : "No conversations yet."),
       );
     }
+    // Redrawn under the reader's keyboard: the same entry keeps the focus.
+    const focused = list.contains(document.activeElement)
+      ? document.activeElement.dataset.id
+      : undefined;
     list.replaceChildren(...nodes);
+    if (focused !== undefined) {
+      list.querySelector(`button.conv[data-id="${CSS.escape(focused)}"]`)
+        ?.focus();
+    }
   }
 
   /** Tool calls waiting for the user's approval. */
