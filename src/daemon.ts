@@ -13,6 +13,9 @@ import { clearSocketPath } from "./server/socket_path.ts";
 import { Store } from "./store/store.ts";
 import { groupKillHelper } from "./tools/runner.ts";
 import { loadTools } from "./tools/load.ts";
+import { McpHub } from "./tools/mcp.ts";
+import { planMcp } from "./tools/mcp_plan.ts";
+import { within } from "./within.ts";
 import { VERSION } from "./version.ts";
 
 /** Injected parts of the daemon; the real ones by default. */
@@ -70,24 +73,14 @@ function granted(variable: string): boolean {
     "granted";
 }
 
+/** How long the start waits for the MCP servers before it listens. */
+const MCP_START_WAIT_MS = 10_000;
+
 /** How long shutdown waits for a stopped reply (and a tool being killed) to wind down. */
 const SETTLE_MS = 5000;
 
 /** How long the socket waits for the first probe, so a client's `hello` rarely says `unknown`. */
 const FIRST_PROBE_MS = 1000;
-
-/** Resolves true once `promise` settles, or false after `ms`. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Runs the daemon until a signal; resolves to the exit code. */
 export async function serve(options: DaemonOptions = {}): Promise<number> {
@@ -104,7 +97,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   const paths = resolvePaths(options.env);
   const { config, warnings, file } = await loadConfig(paths);
   for (const warning of warnings) log.warn(warning);
-  const missing = missingGrants({ paths, config });
+  const mcpPlan = planMcp(config, paths.configDir);
+  const missing = [...missingGrants({ paths, config }), ...mcpPlan.missing];
   if (missing.length > 0) {
     throw new AssistantError(
       `Started without ${
@@ -133,9 +127,21 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     busy: () => replying(),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  // The first probe runs while the tools and the history are opened.
+  // The first probe runs while the tools, the MCP servers and the history
+  // are opened.
   const firstProbe = backend.probe();
   const { tools, skipped } = await loadTools(config.tools_dirs);
+  for (const { name, reason } of mcpPlan.leftOut) {
+    log.warn("mcp server left out", { server: name, reason });
+  }
+  await using mcp = new McpHub(mcpPlan.servers, {
+    defaultTimeout: config.tool_timeout,
+    outputLimit: config.tool_output_limit,
+    version: VERSION,
+    cwd: paths.configDir,
+  });
+  // A server slower than this joins once it is up; the socket need not wait.
+  await within(mcp.start(), MCP_START_WAIT_MS);
   using store = new Store(paths.dbPath, { busy: () => replying() });
   // The worker (a second isolate loading node:sqlite) starts once the socket
   // listens, so it does not compete with start-up; a search before then
@@ -161,6 +167,11 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     config,
     tools,
     toolKillHelper,
+    mcp,
+    confirm: {
+      tools: config.confirm_tools,
+      timeoutSeconds: config.confirm_timeout,
+    },
     searcher,
     version: VERSION,
     emit: (event) => server?.broadcast(event),
@@ -183,6 +194,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     config: file ?? "defaults",
     tools: tools.length,
     skipped: skipped.length,
+    mcp_servers: mcpPlan.servers.length,
+    mcp_tools: mcp.tools().length,
   });
   const reason = await (options.stop ?? stopSignals!.promise);
   log.info("stopping", { reason });

@@ -39,6 +39,7 @@ export type Command =
     | { type: "rename"; id: number; title: string }
     | { type: "export"; id: number; format: ExportFormat }
     | { type: "ping" }
+    | { type: "approve"; call: string; allow: boolean }
   )
   & { ref?: Ref };
 
@@ -49,6 +50,15 @@ export interface TurnView {
   tools: string[];
 }
 
+/** A tool call waiting for the user's approval. */
+export interface ConfirmView {
+  /** The id an `approve` names. */
+  call: string;
+  tool: string;
+  /** The call's arguments as the model sent them. */
+  args: Record<string, unknown>;
+}
+
 /** The reply in flight, as a newly connected client needs it. */
 export interface PendingView {
   user: string;
@@ -57,6 +67,8 @@ export interface PendingView {
   tools: string[];
   /** A `retry` or `edit`: the last turn goes once this one finishes. */
   replaces?: true;
+  /** The call waiting for approval; absent when none waits. */
+  confirm?: ConfirmView;
 }
 
 /** The reply in flight as `hello` shows it: `id` is its conversation, null for the unsaved current one it will create. */
@@ -65,7 +77,7 @@ export interface HelloPending extends PendingView {
 }
 
 /** Daemon activity shown by clients. */
-export type State = "idle" | "thinking" | "tool";
+export type State = "idle" | "thinking" | "tool" | "confirm";
 
 /** What llama-server can do, as the daemon last found it (`unknown` before the first probe). */
 export type BackendState = "unknown" | "up" | "loading" | "no_model" | "down";
@@ -102,6 +114,8 @@ export type Event =
   | { type: "think"; delta: string }
   | { type: "token"; delta: string }
   | { type: "tool"; name: string; done: boolean }
+  | ({ type: "confirm" } & ConfirmView)
+  | { type: "approved"; call: string; allow: boolean }
   | {
     type: "done";
     id: number | null;
@@ -242,6 +256,13 @@ const SHAPES: Record<string, (value: Fields) => Body> = {
     const format = value.format ?? "markdown";
     if (format !== "markdown" && format !== "json") return fail("bad format");
     return run({ type: "export", id: value.id, format });
+  },
+  approve: (value) => {
+    if (typeof value.call !== "string" || value.call === "") {
+      return fail("bad call");
+    }
+    if (typeof value.allow !== "boolean") return fail("bad allow");
+    return run({ type: "approve", call: value.call, allow: value.allow });
   },
   retry: () => run({ type: "retry" }),
   stop: () => run({ type: "stop" }),

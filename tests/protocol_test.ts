@@ -256,3 +256,26 @@ Deno.test("an inherited property name is no command", () => {
     });
   }
 });
+
+Deno.test("approve needs a string call and a boolean allow", () => {
+  assert.deepEqual(
+    parseLine('{"type":"approve","call":"c-1","allow":true}'),
+    { ok: true, command: { type: "approve", call: "c-1", allow: true } },
+  );
+  assert.deepEqual(
+    parseLine('{"type":"approve","call":"c-1","allow":false}'),
+    { ok: true, command: { type: "approve", call: "c-1", allow: false } },
+  );
+  for (const call of ["", 7, null, undefined]) {
+    assert.deepEqual(
+      parseCommand({ type: "approve", call, allow: true }),
+      { ok: false, message: "bad call" },
+    );
+  }
+  for (const allow of ["yes", 1, null, undefined]) {
+    assert.deepEqual(
+      parseCommand({ type: "approve", call: "c-1", allow }),
+      { ok: false, message: "bad allow" },
+    );
+  }
+});

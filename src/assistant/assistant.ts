@@ -20,9 +20,11 @@ import {
   type TurnView,
 } from "../protocol.ts";
 import type { SearchHit, Store, StoredTurn } from "../store/store.ts";
-import { runTool, type ToolOutcome } from "../tools/runner.ts";
-
-import { type ToolDef, toolSchemas } from "../tools/load.ts";
+import type { runTool, ToolOutcome } from "../tools/runner.ts";
+import type { ToolDef } from "../tools/load.ts";
+import type { McpHub } from "../tools/mcp.ts";
+import { Toolbox } from "../tools/toolbox.ts";
+import { Approvals, declinedOutcome } from "./approval.ts";
 import { exportText } from "./export.ts";
 import { Titler } from "./title.ts";
 
@@ -49,6 +51,10 @@ export interface AssistantOptions {
   toolKillHelper?: string | null;
   /** The llama-server state for `hello.backend`. */
   backend?: () => BackendView;
+  /** The MCP servers' tools. */
+  mcp?: McpHub | null;
+  /** Tools that wait for approval (besides tool files that say so), and how long a call waits; default none and 120 s. */
+  confirm?: { tools: readonly string[]; timeoutSeconds: number };
 }
 
 interface Conversation {
@@ -88,8 +94,8 @@ function emptyConversation(isPrivate = false): Conversation {
 /** The daemon's state and its reply loop; implements the server's `Brain`. */
 export class Assistant implements Disposable {
   #options: AssistantOptions;
-  #tools: ReadonlyMap<string, ToolDef>;
-  #schemas: unknown[];
+  #toolbox: Toolbox;
+  #approvals: Approvals;
   #current: Conversation = emptyConversation();
   #gen = 0;
   #reply: Reply | null = null;
@@ -106,8 +112,16 @@ export class Assistant implements Disposable {
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
     this.#options = options;
-    this.#tools = new Map(options.tools.map((tool) => [tool.name, tool]));
-    this.#schemas = toolSchemas([...options.tools]);
+    this.#toolbox = new Toolbox({
+      tools: options.tools,
+      mcp: options.mcp ?? null,
+      confirmTools: options.confirm?.tools ?? [],
+      ...(options.runTool ? { runTool: options.runTool } : {}),
+    });
+    this.#approvals = new Approvals({
+      emit: (event) => this.#emit(event),
+      timeoutMs: this.#confirmTimeout * 1000,
+    });
     this.#titles = new Titler({
       llm: options.llm,
       request: options.config.request,
@@ -115,6 +129,10 @@ export class Assistant implements Disposable {
       emit: (event) => this.#emit(event),
       busy: () => this.#reply !== null,
     });
+  }
+
+  get #confirmTimeout(): number {
+    return this.#options.confirm?.timeoutSeconds ?? 120;
   }
 
   /** The `hello` for a client that just connected. */
@@ -145,7 +163,13 @@ export class Assistant implements Disposable {
     if (!reply) return null;
     const { conversation, pending } = reply;
     if (conversation.id === null && conversation !== this.#current) return null;
-    return { id: conversation.id, ...pending, tools: [...pending.tools] };
+    const waiting = this.#approvals.waiting;
+    return {
+      id: conversation.id,
+      ...pending,
+      tools: [...pending.tools],
+      ...(waiting ? { confirm: waiting } : {}),
+    };
   }
 
   /**
@@ -202,6 +226,11 @@ export class Assistant implements Disposable {
         const { id, format } = command;
         return { type: "export", id, format, text: exportText(record, format) };
       }
+      case "approve":
+        if (!this.#approvals.answer(command.call, command.allow)) {
+          throw new AssistantError("no such call");
+        }
+        return null;
       case "ping":
         return {
           type: "pong",
@@ -371,8 +400,9 @@ export class Assistant implements Disposable {
       const result = await runReply({
         llm: this.#options.llm,
         config: this.#options.config,
-        schemas: this.#schemas,
+        schemas: this.#toolbox.schemas(),
         runTool: (call) => this.#runTool(call),
+        confirm: (call) => this.#confirm(call, signal),
         signal,
         now: this.#options.now?.() ?? new Date(),
         // A retry is asked as if the turn it replaces had not been.
@@ -488,10 +518,31 @@ export class Assistant implements Disposable {
     }
   }
 
+  /** Waits for the user where the call needs it; an outcome for the model when it may not run. */
+  async #confirm(
+    call: ToolCall,
+    signal: AbortSignal,
+  ): Promise<ToolOutcome | null> {
+    const name = call.function.name;
+    if (!this.#toolbox.confirms(name)) return null;
+    // A call refused before it runs (bad arguments) needs no approval.
+    const args = this.#toolbox.runnableArgs(name, call.function.arguments);
+    if (args === null) return null;
+    const started = performance.now();
+    this.#setState("confirm", name);
+    const decision = await this.#approvals.ask(name, args, signal);
+    if (decision === "allow") return null;
+    return declinedOutcome(
+      name,
+      decision,
+      this.#confirmTimeout,
+      Math.round(performance.now() - started),
+    );
+  }
+
   #runTool(call: ToolCall): Promise<ToolOutcome> {
-    const run = this.#options.runTool ?? runTool;
     const { config } = this.#options;
-    return run(this.#tools, call.function.name, call.function.arguments, {
+    return this.#toolbox.run(call.function.name, call.function.arguments, {
       outputLimit: config.tool_output_limit,
       defaultTimeout: config.tool_timeout,
       signal: this.#shutdown.signal,

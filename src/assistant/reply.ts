@@ -42,6 +42,8 @@ export interface ReplyContext {
   schemas: unknown[];
   /** Runs one call of the model's. */
   runTool(call: ToolCall): Promise<ToolOutcome>;
+  /** Asks the user first where the call needs it: an outcome for a call not allowed, null to run it. */
+  confirm?(call: ToolCall): Promise<ToolOutcome | null>;
   signal: AbortSignal;
   now: Date;
   /** The stored messages of the conversation's earlier turns, one list per turn. */
@@ -125,13 +127,17 @@ export async function runReply(
     stored.push(assistant);
     for (const call of calls) {
       const name = call.function.name;
-      context.setState("tool", name);
-      context.emit({ type: "tool", name, done: false });
-      pending.tools.push(name);
-      tools.push(name);
-      const outcome = await context.runTool(call);
+      let outcome = await context.confirm?.(call) ?? null;
       if (context.stale()) return null;
-      context.emit({ type: "tool", name, done: true });
+      if (outcome === null) {
+        context.setState("tool", name);
+        context.emit({ type: "tool", name, done: false });
+        pending.tools.push(name);
+        tools.push(name);
+        outcome = await context.runTool(call);
+        if (context.stale()) return null;
+        context.emit({ type: "tool", name, done: true });
+      }
       request.push({
         role: "tool",
         tool_call_id: call.id,

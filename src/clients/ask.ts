@@ -4,6 +4,8 @@
  * the turn runs from the `user` echo with that ref to the `done` or turn
  * `error` with it. Another client's turn, even with the same question, is
  * never taken for this one.
+ * A tool call of that turn that waits for approval is declined, or with
+ * `--yes` allowed; calls of other turns are left to other clients.
  */
 import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
@@ -36,7 +38,7 @@ export const ASK_EXIT = Object.freeze({
   interrupted: 130,
 });
 
-const USAGE = 'usage: main.ts ask [--think] [--json] ["question"]';
+const USAGE = 'usage: main.ts ask [--think] [--json] [--yes] ["question"]';
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
 const INTERRUPTED: unique symbol = Symbol("interrupted");
@@ -45,17 +47,20 @@ const INTERRUPTED: unique symbol = Symbol("interrupted");
 export interface AskArgs {
   think: boolean;
   json: boolean;
+  /** Allow the tool calls of this turn that wait for approval. */
+  yes: boolean;
   words: string[];
 }
 
 /** Parses ask's arguments; TypeError naming an unknown flag. */
 export function parseAskArgs(args: string[]): AskArgs {
-  const parsed: AskArgs = { think: false, json: false, words: [] };
+  const parsed: AskArgs = { think: false, json: false, yes: false, words: [] };
   let flags = true;
   for (const arg of args) {
     if (flags && arg === "--") flags = false;
     else if (flags && arg === "--think") parsed.think = true;
     else if (flags && arg === "--json") parsed.json = true;
+    else if (flags && arg === "--yes") parsed.yes = true;
     else if (flags && arg.startsWith("-") && arg !== "-") {
       throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
     } else parsed.words.push(arg);
@@ -155,7 +160,15 @@ export async function runAsk(
   const ref = client.nextRef();
   const terminal = options.terminal ??
     { stdout: Deno.stdout.isTerminal(), stderr: Deno.stderr.isTerminal() };
-  const turn = new TurnPrinter(stdout, stderr, parsed, dim, ref, terminal);
+  const turn = new TurnPrinter(
+    stdout,
+    stderr,
+    parsed,
+    dim,
+    ref,
+    terminal,
+    (call, allow) => client.send({ type: "approve", call, allow }),
+  );
   try {
     await client.send({ type: "ask", text: question, ref });
   } catch (error) {
@@ -209,6 +222,8 @@ class TurnPrinter {
     readonly ref: Ref,
     /** Which streams are terminals: text from the daemon is sanitised there, and byte-exact into a pipe. */
     readonly terminal: { stdout: boolean; stderr: boolean },
+    /** Answers a call of this turn that waits for approval. */
+    readonly approve: (call: string, allow: boolean) => Promise<void>,
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
@@ -235,6 +250,19 @@ class TurnPrinter {
       case "think":
         if (this.args.think) await this.#think(event.delta);
         return null;
+      case "confirm": {
+        const allow = this.args.yes;
+        await this.approve(event.call, allow);
+        if (!allow || this.args.think) {
+          await this.#closeThink();
+          await this.#err(
+            allow
+              ? `[allowed ${event.tool}]\n`
+              : `[declined ${event.tool}: run ask with --yes to allow tool calls that need approval]\n`,
+          );
+        }
+        return null;
+      }
       case "tool":
         if (this.args.think) {
           await this.#closeThink();

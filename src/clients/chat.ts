@@ -159,8 +159,13 @@ export async function runChat(
         session.submit(decoder.decode(value.line));
       }
     }
-    // End of input: leave once the last line has been answered.
+    // End of input: leave once the last line has been answered; a call
+    // that waits for approval then is declined, as Ctrl-D would.
     await session.whenReady();
+    while (session.asking) {
+      session.submit("");
+      await session.whenReady();
+    }
     session.finish(CHAT_EXIT.ok);
   })().catch(() => session.finish(CHAT_EXIT.ok));
 

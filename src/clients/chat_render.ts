@@ -3,7 +3,13 @@
  * conversation, reasoning dimmed, the answer as it streams, tool use as a
  * status line, errors in red. Pure: it returns text and tracks the column.
  */
-import type { BackendView, Event, PendingView, TurnView } from "../protocol.ts";
+import type {
+  BackendView,
+  ConfirmView,
+  Event,
+  PendingView,
+  TurnView,
+} from "../protocol.ts";
 import { sanitize } from "./terminal_text.ts";
 
 export { sanitize };
@@ -18,7 +24,7 @@ export interface RendererOptions {
   clearOnSwitch: boolean;
 }
 
-type Section = "none" | "think" | "reply" | "tool";
+type Section = "none" | "think" | "reply" | "tool" | "confirm";
 
 /** What a `conversations` answer is the answer to. */
 export type ListContext = { deleted: number } | null;
@@ -31,6 +37,28 @@ const STYLE = {
   yellow: "\x1b[33m",
   reset: "\x1b[0m",
 };
+
+/** Longest rendering of a call's arguments in a prompt. */
+const MAX_ARGS_SHOWN = 400;
+
+/** A value as compact JSON with a space after each colon and comma: `{"place": "Paris"}`. */
+export function formatArgs(value: unknown): string {
+  const walk = (item: unknown): string => {
+    if (Array.isArray(item)) return `[${item.map(walk).join(", ")}]`;
+    if (typeof item === "object" && item !== null) {
+      return `{${
+        Object.entries(item).map(([key, inner]) =>
+          `${JSON.stringify(key)}: ${walk(inner)}`
+        ).join(", ")
+      }}`;
+    }
+    return JSON.stringify(item) ?? "null";
+  };
+  const text = sanitize(walk(value)).replace(/\n/g, " ");
+  return text.length > MAX_ARGS_SHOWN
+    ? `${text.slice(0, MAX_ARGS_SHOWN - 1)}…`
+    : text;
+}
 
 /** Local `YYYY-MM-DD HH:MM` of a Unix time in seconds. */
 export function formatTime(seconds: number): string {
@@ -88,7 +116,34 @@ export class Renderer {
         ),
       );
     }
+    if (pending?.confirm && pending.id === event.id) {
+      out += this.confirm(pending.confirm);
+    }
     return out;
+  }
+
+  /** The question for a call that waits for approval; the answer is typed on the same line. */
+  confirm(view: ConfirmView): string {
+    const out = this.#endSection() +
+      this.#write(
+        this.#style(
+          "yellow",
+          `run ${sanitize(view.tool)} ${formatArgs(view.args)}? [y/N] `,
+        ),
+      );
+    this.#section = "confirm";
+    return out;
+  }
+
+  /** How an approval ended; `mine` when this client gave the answer. */
+  approved(allow: boolean, mine: boolean): string {
+    const word = allow ? "allowed" : "declined";
+    const text = mine ? word : `${word} (answered elsewhere or timed out)`;
+    if (this.#section === "confirm") {
+      this.#section = "none";
+      return this.#write(this.#style("dim", text) + "\n");
+    }
+    return this.#endSection() + this.#line(this.#style("dim", `[${text}]`));
   }
 
   /** Text for one event; `list` says what a `conversations` answer answers. */

@@ -33,6 +33,8 @@ const HELP = [
   "/delete N         delete conversation N",
   "/help             this help; /quit leaves",
   "Anything else is a question (start it with // to begin with a /).",
+  "A tool call that needs approval asks run TOOL {args}? [y/N]:",
+  "y runs it, n or Enter declines (the model is told); any client may answer.",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
 ].join("\n");
 const LIST_LIMIT = 20;
@@ -77,6 +79,8 @@ export interface ChatSessionOptions {
 export class ChatSession {
   #state: State;
   #awaiting: Awaiting[] = [];
+  /** The call waiting for approval, and whether this session answered it. */
+  #confirm: { call: string; answered: boolean } | null = null;
   #promptShown = false;
   #ended = false;
   /** The current conversation's last stored question, for `/edit`. */
@@ -114,6 +118,8 @@ export class ChatSession {
     this.#state = this.client.hello.state;
     this.#lastQuestion = this.client.hello.turns.at(-1)?.user ?? null;
     this.#turnQuestion = this.client.hello.pending?.user ?? null;
+    const waiting = this.client.hello.pending?.confirm;
+    if (waiting) this.#confirm = { call: waiting.call, answered: false };
     this.#print(this.renderer.hello(this.client.hello));
     this.#refresh();
   }
@@ -128,10 +134,23 @@ export class ChatSession {
     return this.#ended;
   }
 
-  /** True when a new line can be taken: idle, with nothing awaited. */
+  /** True when a new line can be taken: idle with nothing awaited, or a call waits for this session's answer. */
   get ready(): boolean {
+    return this.#idle || this.#asking;
+  }
+
+  get #idle(): boolean {
     return !this.#ended && this.#state === "idle" &&
       this.#awaiting.length === 0;
+  }
+
+  /** True while a call waits for approval and this session has not answered it. */
+  get asking(): boolean {
+    return this.#asking;
+  }
+
+  get #asking(): boolean {
+    return !this.#ended && this.#confirm !== null && !this.#confirm.answered;
   }
 
   /** Resolves once the session is ready (or over). */
@@ -173,6 +192,7 @@ export class ChatSession {
         this.#turnQuestion = event.text;
         break;
       case "done":
+        this.#confirm = null;
         if (!event.stopped && this.#turnQuestion !== null) {
           this.#lastQuestion = this.#turnQuestion;
         }
@@ -189,6 +209,27 @@ export class ChatSession {
       case "export":
         if (mine?.kind === "export") this.#exported(event, mine);
         break;
+      case "error":
+        // Another client answered that call first: its answer stands.
+        if (event.turn !== true && event.message === "no such call") {
+          this.#refresh();
+          return;
+        }
+        break;
+      case "confirm":
+        this.#confirm = { call: event.call, answered: false };
+        this.#print(this.renderer.confirm(event));
+        this.#refresh();
+        return;
+      case "approved":
+        if (this.#confirm?.call === event.call) {
+          this.#print(
+            this.renderer.approved(event.allow, this.#confirm.answered),
+          );
+          this.#confirm = null;
+        }
+        this.#refresh();
+        return;
     }
     this.#print(this.renderer.event(event, list));
     this.#refresh();
@@ -220,6 +261,10 @@ export class ChatSession {
   /** A key from the raw-mode terminal. */
   onKey(key: Key): void {
     if (this.#ended || !this.editor) return;
+    if (this.#asking) {
+      this.#answerKey(key);
+      return;
+    }
     if (key.name === "enter" && !this.ready) {
       // Lines are taken one at a time: the reply in flight comes first.
       this.#safe(() => this.out("\x07"));
@@ -245,6 +290,28 @@ export class ChatSession {
     }
   }
 
+  /** y allows, n, Enter and Ctrl-D decline, Ctrl-C stops the reply. */
+  #answerKey(key: Key): void {
+    if (key.name === "interrupt") return this.interrupt();
+    if (key.name === "text" && /^[yY]$/.test(key.text)) {
+      return this.#answer(true);
+    }
+    if (
+      key.name === "enter" || key.name === "eof" ||
+      (key.name === "text" && /^[nN]$/.test(key.text))
+    ) {
+      return this.#answer(false);
+    }
+    this.#safe(() => this.out("\x07"));
+  }
+
+  #answer(allow: boolean): void {
+    if (!this.#confirm || this.#confirm.answered) return;
+    this.#confirm.answered = true;
+    this.#send({ type: "approve", call: this.#confirm.call, allow });
+    this.#refresh();
+  }
+
   /** Ctrl-C: stops the reply in flight, cancels an edit, or leaves at the prompt. */
   interrupt(): void {
     if (this.#ended) return;
@@ -264,6 +331,11 @@ export class ChatSession {
   /** Runs one line: a /command or a question. */
   submit(line: string): void {
     const text = line.trim();
+    if (this.#asking) {
+      // Piped input: the line answers the waiting call.
+      this.#answer(/^y(es)?$/i.test(text));
+      return;
+    }
     const command = text.startsWith("/") && !text.startsWith("//");
     const editing = this.#editing;
     this.#editing = false;
@@ -411,7 +483,7 @@ export class ChatSession {
   /** Shows the prompt when ready, hides it when not, and wakes line readers. */
   #refresh(): void {
     if (this.ready) {
-      if (this.editor && !this.#promptShown) this.#drawPrompt();
+      if (this.editor && !this.#promptShown && this.#idle) this.#drawPrompt();
       const ready = this.#ready;
       this.#ready = Promise.withResolvers<void>();
       ready.resolve();

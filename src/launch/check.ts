@@ -16,6 +16,8 @@ import { missingGrants } from "./permissions.ts";
 import { integrityProblems } from "../store/schema.ts";
 import { groupKillHelper } from "../tools/runner.ts";
 import { loadTools } from "../tools/load.ts";
+import { planMcp } from "../tools/mcp_plan.ts";
+import { VERSION } from "../version.ts";
 
 /** How one check came out. */
 export type Status = "ok" | "warn" | "fail";
@@ -78,14 +80,30 @@ export async function* checks(
   }
   if (config !== null) {
     yield grantsLine(paths, config);
-    yield* toolLines(config);
+    // Every tool name found, for the check of confirm_tools.
+    const offered = new Set<string>();
+    yield* toolLines(config, offered);
+    yield* mcpLines(paths, config, offered);
+    const unknown = config.confirm_tools.filter((name) => !offered.has(name));
+    if (unknown.length > 0) {
+      yield {
+        status: "warn",
+        subject: "confirm_tools",
+        message: `${
+          unknown.join(", ")
+        } matches no tool file or MCP tool: a misspelt name there would let that tool run without asking`,
+      };
+    }
     yield* llmLines(config, options);
   }
   yield* historyLines(paths);
 }
 
 function grantsLine(paths: Paths, config: Config): CheckLine {
-  const missing = missingGrants({ paths, config });
+  const missing = [
+    ...missingGrants({ paths, config }),
+    ...planMcp(config, paths.configDir).missing,
+  ];
   if (config.tool_group_kill && groupKillHelper() === null) {
     missing.push(
       "--allow-run=<path of coreutils timeout> (for tool_group_kill)",
@@ -107,8 +125,12 @@ function grantsLine(paths: Paths, config: Config): CheckLine {
   };
 }
 
-async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
+async function* toolLines(
+  config: Config,
+  offered: Set<string>,
+): AsyncGenerator<CheckLine> {
   const { tools, skipped } = await loadTools(config.tools_dirs);
+  for (const tool of tools) offered.add(tool.name);
   const names = tools.map((tool) => tool.name).join(", ");
   yield {
     status: "ok",
@@ -122,6 +144,41 @@ async function* toolLines(config: Config): AsyncGenerator<CheckLine> {
       status: "warn",
       subject: "tool",
       message: `${file} is left out: ${reason}`,
+    };
+  }
+}
+
+/** Starts each MCP server once (no restarts), lists its tools, and ends it. */
+async function* mcpLines(
+  paths: Paths,
+  config: Config,
+  offered: Set<string>,
+): AsyncGenerator<CheckLine> {
+  const plan = planMcp(config, paths.configDir);
+  for (const { name, reason } of plan.leftOut) {
+    yield {
+      status: "fail",
+      subject: `mcp ${name}`,
+      message: `left out: ${reason}`,
+    };
+  }
+  if (plan.servers.length === 0) return;
+  // Loaded only here: the launcher, which shares this module, never needs the SDK.
+  const { describeStatus, McpHub } = await import("../tools/mcp.ts");
+  await using hub = new McpHub(plan.servers, {
+    defaultTimeout: config.tool_timeout,
+    outputLimit: config.tool_output_limit,
+    version: VERSION,
+    cwd: paths.configDir,
+    restart: false,
+  });
+  await hub.start();
+  for (const tool of hub.tools()) offered.add(tool.name);
+  for (const server of hub.servers) {
+    yield {
+      status: server.status.state === "ready" ? "ok" : "fail",
+      subject: `mcp ${server.name}`,
+      message: describeStatus(server),
     };
   }
 }

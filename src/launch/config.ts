@@ -7,6 +7,9 @@ import { isAbsolute, join } from "node:path";
 import { parse, TomlDate, TomlError } from "smol-toml";
 import { AssistantError } from "../errors.ts";
 import { clean, type Env, type Paths, readEnv } from "./paths.ts";
+import { type McpServerConfig, parseMcpTable } from "./mcp_config.ts";
+
+export type { McpServerConfig } from "./mcp_config.ts";
 
 /** The daemon's settings, after defaults and the user's file are merged. */
 export interface Config {
@@ -27,9 +30,15 @@ export interface Config {
   /** Seconds between probes of llama-server while a client is connected; 0 turns polling off. */
   backend_poll: number;
   tools_dirs: string[];
+  /** Tools whose every call waits for the user's approval, besides those whose file says `confirm = true`. */
+  confirm_tools: string[];
+  /** Seconds a call waits for approval before it counts as declined. */
+  confirm_timeout: number;
   /** Loopback port of the browser canvas (`deno task web`); 0 picks a free one. */
   web_port: number;
   request: Record<string, unknown>;
+  /** MCP servers by name, from the `[mcp.NAME]` tables. */
+  mcp: Record<string, McpServerConfig>;
 }
 
 /** The built-in system prompt; the daemon stamps the date and model on it. */
@@ -62,8 +71,11 @@ export function defaultConfig(paths: Paths): Config {
     auto_title: false,
     backend_poll: 5,
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
+    confirm_tools: [],
+    confirm_timeout: 120,
     web_port: DEFAULT_WEB_PORT,
     request: {},
+    mcp: {},
   };
 }
 
@@ -135,13 +147,17 @@ function describe(value: unknown): string {
   return "a table";
 }
 
-/** The line of a top-level `key =` (before the first table header), when found. */
-function lineOf(text: string, key: string): number | undefined {
+/** The line of `key =` (a dotted key: inside its `[table]`; a plain one: before the first table header), when found. */
+function lineOf(text: string, dotted: string): number | undefined {
+  const parts = dotted.split(".");
+  const key = (parts.pop() ?? "").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const table = parts.join(".");
   const pattern = new RegExp(`^\\s*(?:${key}|"${key}"|'${key}')\\s*=`);
-  const lines = text.split(/\r?\n/);
-  for (const [index, line] of lines.entries()) {
-    if (/^\s*\[/.test(line)) return undefined;
-    if (pattern.test(line)) return index + 1;
+  let current = "";
+  for (const [index, line] of text.split(/\r?\n/).entries()) {
+    const header = line.match(/^\s*\[\s*([^\]]*?)\s*\]/);
+    if (header) current = header[1] ?? "";
+    else if (current === table && pattern.test(line)) return index + 1;
   }
   return undefined;
 }
@@ -155,7 +171,7 @@ const isInt = (value: unknown): value is number => Number.isSafeInteger(value);
 const isSeconds = (value: unknown): boolean =>
   typeof value === "number" && value > 0 && value <= MAX_SECONDS;
 
-const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
+const RULES: Record<Exclude<keyof Config, "request" | "mcp">, Rule> = {
   llm_url: {
     expected: "an http(s) URL string",
     ok: (v) => typeof v === "string",
@@ -198,6 +214,16 @@ const RULES: Record<Exclude<keyof Config, "request">, Rule> = {
     ok: (v) =>
       Array.isArray(v) &&
       v.every((entry) => typeof entry === "string" && entry !== ""),
+  },
+  confirm_tools: {
+    expected: "an array of tool names",
+    ok: (v) =>
+      Array.isArray(v) &&
+      v.every((entry) => typeof entry === "string" && entry !== ""),
+  },
+  confirm_timeout: {
+    expected: `a number of seconds above 0 and at most ${MAX_SECONDS}`,
+    ok: isSeconds,
   },
   web_port: {
     expected: "a port number from 0 to 65535",
@@ -248,6 +274,14 @@ export function parseConfig(
         }
       }
       config.request = mergeTables(config.request, request);
+      continue;
+    }
+    if (key === "mcp") {
+      const parsed = parseMcpTable(value, MAX_SECONDS, complain);
+      config.mcp = parsed.servers;
+      warnings.push(
+        ...parsed.warnings.map((warning) => `${warning} in ${file}`),
+      );
       continue;
     }
     if (!Object.hasOwn(RULES, key)) {

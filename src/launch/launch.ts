@@ -17,6 +17,7 @@ import { deriveFlags } from "./permissions.ts";
 import { runnerExecutables } from "../tools/runner.ts";
 import { loadTools, type SkippedTool } from "../tools/load.ts";
 import { processPath } from "../tools/executable.ts";
+import { mcpExecutables } from "../tools/mcp_plan.ts";
 
 /** The command line's entry point: what the launched process runs. */
 export const MAIN_MODULE: string = fileURLToPath(
@@ -44,7 +45,7 @@ export interface DerivedFlags {
   config: Config;
   /** Config warnings (unknown keys, ignored request fields). */
   warnings: string[];
-  /** Resolved executables the daemon may run: the tools' and the runner's. */
+  /** Resolved executables the daemon may run: the tools', the runner's and the MCP servers'. */
   executables: string[];
   /** Tool files left out, so their executables are not granted. */
   skipped: SkippedTool[];
@@ -86,6 +87,7 @@ export async function deriveDaemonFlags(
   const executables = [
     ...tools.map((tool) => tool.executable),
     ...runnerExecutables(config, { pathEnv, canRun }),
+    ...mcpExecutables(config, paths.configDir, { pathEnv, canRun }),
   ];
   const flags = deriveFlags({ paths, config, executables });
   const broken = flags.find((flag) => /[\n\r]/.test(flag));

@@ -7,6 +7,7 @@ import { isAbsolute } from "node:path";
 import type { Config } from "./config.ts";
 import { clean, ENV_VARS, type Paths } from "./paths.ts";
 import { AssistantError } from "../errors.ts";
+import { mcpCommandPath } from "./mcp_config.ts";
 
 /** What the flags are derived from. */
 export interface FlagInput {
@@ -61,6 +62,12 @@ function grants(input: FlagInput): Grant[] {
     dataDir,
     checkedPath(paths.configDir, "config directory"),
     ...config.tools_dirs.map((dir) => checkedPath(dir, "tools directory")),
+    // An MCP server named by path: the daemon tells a missing file from a
+    // missing grant by looking at it.
+    ...Object.values(config.mcp).flatMap((server) => {
+      const path = mcpCommandPath(server, paths.configDir);
+      return path === null ? [] : [checkedPath(path, "MCP server command")];
+    }),
   ];
   return [
     { kind: "read", values: read },

@@ -43,6 +43,8 @@ export interface ToolDef {
   executable: string;
   /** Seconds, from the file; null means the configured default. */
   timeout: number | null;
+  /** `confirm = true`: every call waits for the user's approval. */
+  confirm: boolean;
   parameters: Record<string, ToolParam>;
   /** Absolute path of the TOML file. */
   file: string;
@@ -71,7 +73,13 @@ const PARAM_TYPES: readonly string[] = [
   "integer",
   "boolean",
 ];
-const TOOL_KEYS = new Set(["description", "command", "timeout", "parameters"]);
+const TOOL_KEYS = new Set([
+  "description",
+  "command",
+  "timeout",
+  "confirm",
+  "parameters",
+]);
 const PARAM_KEYS = new Set(["type", "description", "required", "enum"]);
 
 /** OpenAI-style function definitions for the chat request. */
@@ -210,6 +218,10 @@ function parseTool(
       throw new TypeError("timeout must be a positive number of seconds");
     }
   }
+  const confirm = data.confirm ?? false;
+  if (typeof confirm !== "boolean") {
+    throw new TypeError("confirm must be true or false");
+  }
   const parameters: Record<string, ToolParam> = {};
   const rawParams = data.parameters ?? {};
   if (!isTable(rawParams)) {
@@ -225,6 +237,7 @@ function parseTool(
     description,
     command: command as string[],
     timeout,
+    confirm,
     parameters,
     file,
   };

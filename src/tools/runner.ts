@@ -49,6 +49,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Path of coreutils `timeout` to kill the whole process group; absent or null runs the tool directly. */
   timeoutHelper?: string | null;
+  /** Every tool's name, for the model's note on an unknown one; default the names in `tools`. */
+  known?: readonly string[];
 }
 
 /** Bytes of stderr kept for a failed tool's report. */
@@ -298,7 +300,8 @@ export async function runTool(
   const none = { bytes: 0, lines: 0 };
   const tool = tools.get(name);
   if (!tool) {
-    const available = [...tools.keys()].sort().join(", ") || "none";
+    const available =
+      [...options.known ?? [...tools.keys()].sort()].join(", ") || "none";
     return finish({
       ...none,
       content: `Unknown tool ${brief(name)}. Available tools: ${available}.`,

@@ -20,6 +20,7 @@ import {
   reply,
   type Script,
 } from "../support/fake_llm.ts";
+import { runs, weatherTools } from "../support/weather_tool.ts";
 
 Deno.test("ask prints exactly the answer, run with only the socket's grants", async () => {
   await using llm = await FakeLlm.start();
@@ -362,15 +363,22 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
   assert.deepEqual(parseAskArgs(["--think", "why", "not?"]), {
     think: true,
     json: false,
+    yes: false,
     words: ["why", "not?"],
   });
-  assert.deepEqual(parseAskArgs(["--", "--json"]), {
+  assert.deepEqual(parseAskArgs(["--yes", "--", "--json"]), {
     think: false,
     json: false,
+    yes: true,
     words: ["--json"],
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);
 });
+
+const weatherCall = (place: string) =>
+  reply({
+    toolCalls: [{ name: "weather", arguments: JSON.stringify({ place }) }],
+  });
 
 /** A reply per request, numbered in arrival order: `[n] ` first, so any printed part names its turn. While `hold` is on, a reply stops after its second token and waits until it is abandoned. */
 function numbered(tokenDelayMs: number): { script: Script; hold: boolean } {
@@ -589,4 +597,84 @@ Deno.test("ask with llama-server down still asks, and exits 1 with the error", a
   assert.equal(back.stderr, "");
   assert.equal(back.stdout, "Back.\n");
   assert.equal(back.code, 0);
+});
+
+Deno.test("ask declines a call that needs approval, and says how to allow it; --yes allows it", async () => {
+  await using tools = await weatherTools();
+  await using llm = await FakeLlm.start();
+  llm.enqueue(
+    weatherCall("Paris"),
+    reply({ content: ["I may not look."] }),
+    weatherCall("Lima"),
+    reply({ content: ["Sunny."] }),
+  );
+  await using daemon = await startDaemon(llm.url, [tools.dir]);
+  const env = clientEnv(daemon.paths.runtimeDir);
+  const declined = await runClient(
+    clientArgs(daemon.paths.socketPath, ["ask", "Weather in Paris?"]),
+    env,
+  );
+  assert.deepEqual(declined, {
+    code: 0,
+    stdout: "I may not look.\n",
+    stderr:
+      "[declined weather: run ask with --yes to allow tool calls that need approval]\n",
+  });
+  assert.deepEqual(await runs(tools.dir), []);
+  const allowed = await runClient(
+    clientArgs(daemon.paths.socketPath, ["ask", "--yes", "Weather in Lima?"]),
+    env,
+  );
+  assert.deepEqual(allowed, { code: 0, stdout: "Sunny.\n", stderr: "" });
+  assert.deepEqual(await runs(tools.dir), ["Lima"]);
+});
+
+Deno.test("ask --yes allows the calls of its own turn only, not a call another client's turn waits on", async () => {
+  await using tools = await weatherTools();
+  await using llm = await FakeLlm.start();
+  llm.enqueue(
+    weatherCall("Theirs"),
+    weatherCall("Mine"),
+    reply({ content: ["Mine is sunny."] }),
+  );
+  await using daemon = await startDaemon(llm.url, [tools.dir]);
+  await using other = await daemon.connect();
+  await other.next("hello");
+  let theirs = "";
+  // The other turn's call starts to wait between ask's hello and its own
+  // question: ask sees that `confirm` as an event, before its turn.
+  await using proxy = await holdingProxy(daemon.paths.socketPath, async () => {
+    await other.send({ type: "ask", text: "Their question" });
+    const events = await other.until((e) => e.type === "confirm");
+    theirs = events.at(-1)!.call as string;
+  });
+  let stdout = "";
+  const code = await runAsk(["--yes", "My question"], {
+    env: (name) => name === "XDG_RUNTIME_DIR" ? proxy.dir : undefined,
+    stdout: {
+      write(bytes: Uint8Array) {
+        stdout += new TextDecoder().decode(bytes);
+        return Promise.resolve(bytes.length);
+      },
+    },
+    stderr: { write: (bytes: Uint8Array) => Promise.resolve(bytes.length) },
+    dimStderr: false,
+  });
+  await proxy.done;
+  assert.deepEqual({ code, stdout }, { code: 0, stdout: "Mine is sunny.\n" });
+  const events = await other.until((e) =>
+    e.type === "done" && e.stopped === false
+  );
+  const decisions = events.filter((e) => e.type === "approved");
+  // Theirs ended unanswered when ask's question stopped that turn; ask
+  // allowed only the call of its own.
+  assert.equal(decisions.length, 2);
+  assert.deepEqual(decisions[0], {
+    type: "approved",
+    call: theirs,
+    allow: false,
+  });
+  assert.equal(decisions[1]!.allow, true);
+  assert.notEqual(decisions[1]!.call, theirs);
+  assert.deepEqual(await runs(tools.dir), ["Mine"]);
 });

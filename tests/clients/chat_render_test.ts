@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  formatArgs,
   modelName,
   Renderer,
   sanitize,
@@ -295,5 +296,34 @@ Deno.test("the header line says the backend state; a change shows as a line of i
       message: "no answer from x within 5 s\x1b[2J",
     }),
     "\x1b[31mbackend down: no answer from x within 5 s[2J\x1b[0m\n",
+  );
+});
+
+Deno.test("a call's arguments show as compact JSON, escape sequences removed, long ones cut", () => {
+  assert.equal(formatArgs({ place: "Paris" }), '{"place": "Paris"}');
+  assert.equal(
+    formatArgs({ a: [1, true, null], b: { c: "x" } }),
+    '{"a": [1, true, null], "b": {"c": "x"}}',
+  );
+  assert.equal(formatArgs({ t: "\x1b[2Jhi" }), '{"t": "\\u001b[2Jhi"}');
+  const long = formatArgs({ text: "y".repeat(1000) });
+  assert.equal(long.length, 400);
+  assert.ok(long.endsWith("…"));
+});
+
+Deno.test("a waiting call is asked on one line; the answer ends it, or a note says it was decided elsewhere", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const view = { call: "c1", tool: "weather", args: { place: "Oslo" } };
+  assert.equal(
+    renderer.confirm(view) + renderer.approved(true, true),
+    'run weather {"place": "Oslo"}? [y/N] allowed\n',
+  );
+  assert.equal(
+    renderer.confirm(view) + renderer.approved(false, false),
+    'run weather {"place": "Oslo"}? [y/N] declined (answered elsewhere or timed out)\n',
   );
 });

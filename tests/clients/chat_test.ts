@@ -22,6 +22,7 @@ import {
   hold,
   reply,
 } from "../support/fake_llm.ts";
+import { runs, weatherTools } from "../support/weather_tool.ts";
 
 const hasScript = await new Deno.Command("script", {
   args: ["--version"],
@@ -585,5 +586,78 @@ Deno.test({
     at = await chat.waitFor("── private conversation · not saved ──", at);
     await chat.type("\x04");
     assert.equal(await chat.exit(), 0);
+  },
+});
+
+Deno.test("piped chat asks before a call that needs approval; y runs it, the end of input declines", async () => {
+  await using tools = await weatherTools();
+  await using llm = await FakeLlm.start();
+  const call = (place: string) =>
+    reply({
+      toolCalls: [{ name: "weather", arguments: JSON.stringify({ place }) }],
+    });
+  llm.enqueue(
+    call("Paris"),
+    reply({ content: ["Sunny."] }),
+    call("Oslo"),
+    reply({ content: ["Not looked up."] }),
+  );
+  await using daemon = await startDaemon(llm.url, [tools.dir]);
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["chat"]),
+    clientEnv(daemon.paths.runtimeDir),
+    "/help\nWeather in Paris?\ny\nWeather in Oslo?\n",
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /run TOOL \{args\}\? \[y\/N\]/);
+  assert.match(
+    result.stdout,
+    /> Weather in Paris\?\nrun weather \{"place": "Paris"\}\? \[y\/N\] allowed\n\[tool\] weather … done\nSunny\.\n/,
+  );
+  assert.match(
+    result.stdout,
+    /> Weather in Oslo\?\nrun weather \{"place": "Oslo"\}\? \[y\/N\] declined\nNot looked up\.\n/,
+  );
+  assert.deepEqual(await runs(tools.dir), ["Paris"]);
+});
+
+Deno.test({
+  name:
+    `chat in a terminal: a call that needs approval takes one key, y or n${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using tools = await weatherTools();
+    await using llm = await FakeLlm.start();
+    const call = (place: string) =>
+      reply({
+        toolCalls: [{ name: "weather", arguments: JSON.stringify({ place }) }],
+      });
+    llm.enqueue(
+      call("Paris"),
+      reply({ content: ["Sunny."] }),
+      call("Oslo"),
+      reply({ content: ["Skipped."] }),
+    );
+    await using daemon = await startDaemon(llm.url, [tools.dir]);
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("Paris?\r");
+    at = await chat.waitFor('run weather {"place": "Paris"}? [y/N] ', at);
+    await chat.type("y");
+    at = await chat.waitFor("allowed", at);
+    at = await chat.waitFor("Sunny.", at);
+    at = await chat.waitFor(/> \r/, at);
+    await chat.type("Oslo?\r");
+    at = await chat.waitFor('run weather {"place": "Oslo"}? [y/N] ', at);
+    await chat.type("n");
+    at = await chat.waitFor("declined", at);
+    at = await chat.waitFor("Skipped.", at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+    assert.deepEqual(await runs(tools.dir), ["Paris"]);
   },
 });

@@ -32,8 +32,11 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     auto_title: false,
     backend_poll: 5,
     tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
+    confirm_tools: [],
+    confirm_timeout: 120,
     web_port: 8765,
     request: {},
+    mcp: {},
   });
   assert.ok(!/spoken/i.test(DEFAULT_SYSTEM_PROMPT));
   assert.match(DEFAULT_SYSTEM_PROMPT, /Markdown/);
@@ -247,4 +250,85 @@ Deno.test("loadConfig reads the real file, and a missing one means defaults", as
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("[mcp.NAME] tables: command, env, confirm (default true) and timeout (default tool_timeout)", () => {
+  const { config, warnings } = parseConfig(
+    [
+      'confirm_tools = ["weather", "fs__write_file"]',
+      "confirm_timeout = 45",
+      "[mcp.fs]",
+      'command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/notes"]',
+      "[mcp.search]",
+      'command = ["./servers/search", "--stdio"]',
+      'env = { API_KEY = "k-123" }',
+      "confirm = false",
+      "timeout = 5",
+      "colour = 1",
+    ].join("\n"),
+    FILE,
+    PATHS,
+  );
+  assert.deepEqual(config.confirm_tools, ["weather", "fs__write_file"]);
+  assert.equal(config.confirm_timeout, 45);
+  assert.deepEqual(config.mcp, {
+    fs: {
+      command: [
+        "npx",
+        "-y",
+        "@modelcontextprotocol/server-filesystem",
+        "/home/ada/notes",
+      ],
+      env: {},
+      confirm: true,
+      timeout: null,
+    },
+    search: {
+      command: ["./servers/search", "--stdio"],
+      env: { API_KEY: "k-123" },
+      confirm: false,
+      timeout: 5,
+    },
+  });
+  assert.deepEqual(warnings, [`unknown key "mcp.search.colour" in ${FILE}`]);
+});
+
+Deno.test("a bad [mcp.NAME] value names the file, the line and the dotted key", () => {
+  const bad = (lines: string[], pattern: RegExp) =>
+    assert.throws(
+      () => parseConfig(lines.join("\n"), FILE, PATHS),
+      (error: unknown) => {
+        assert.ok(error instanceof TypeError, String(error));
+        assert.match(error.message, pattern);
+        return true;
+      },
+    );
+  bad(
+    ["[mcp.fs]", 'command = "npx"'],
+    new RegExp(
+      `^${FILE}:2: key "mcp\\.fs\\.command" must be a non-empty array`,
+    ),
+  );
+  bad(
+    ["[mcp.fs]", 'command = ["x"]', "", "timeout = 0"],
+    new RegExp(`^${FILE}:4: key "mcp\\.fs\\.timeout" must be a number`),
+  );
+  bad(
+    ["[mcp.fs]", 'command = ["x"]', 'confirm = "yes"'],
+    /:3: key "mcp\.fs\.confirm" must be true or false/,
+  );
+  bad(
+    ["[mcp.fs]", 'command = ["x"]', "env = { A = 1 }"],
+    /:3: key "mcp\.fs\.env" must be a table of strings/,
+  );
+  bad(
+    ['[mcp."my server"]', 'command = ["x"]'],
+    /key "mcp\.my server" is not a valid server name/,
+  );
+  bad(["mcp = 3"], /:1: key "mcp" must be a table of \[mcp\.NAME\] tables/);
+  bad(
+    ['confirm_tools = "weather"'],
+    /:1: key "confirm_tools" must be an array/,
+  );
+  bad(["confirm_timeout = -1"], /:1: key "confirm_timeout" must be a number/);
 });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defaultConfig } from "../../src/launch/config.ts";
 import { ENV_VARS, type Paths, resolvePaths } from "../../src/launch/paths.ts";
@@ -10,6 +11,7 @@ import {
   netHost,
   V8_FLAGS,
 } from "../../src/launch/permissions.ts";
+import { mcpExecutables } from "../../src/tools/mcp_plan.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url)).replace(
   /\/$/,
@@ -217,4 +219,47 @@ Deno.test("missingGrants is empty when everything is granted", () => {
     missingGrants({ paths: PATHS, config: defaultConfig(PATHS) }),
     [],
   );
+});
+
+Deno.test("an MCP server named by path may be read (a missing file is told from a missing grant); the executables found are run", async () => {
+  const root = Deno.realPathSync(await Deno.makeTempDir());
+  try {
+    const paths = resolvePaths(envOf({
+      HOME: root,
+      XDG_RUNTIME_DIR: "/run/user/1000",
+    }));
+    const local = `${paths.configDir}/servers/local`;
+    for (const file of [local, `${root}/bin/server`]) {
+      await Deno.mkdir(dirname(file), { recursive: true });
+      await Deno.writeTextFile(file, "#!/bin/sh\n");
+      await Deno.chmod(file, 0o755);
+    }
+    const server = (command: string[]) => ({
+      command,
+      env: {},
+      confirm: true,
+      timeout: null,
+    });
+    const mcp = {
+      local: server(["./servers/local", "--stdio"]),
+      bare: server(["server"]),
+      gone: server(["no-such-server"]),
+      moved: server(["./servers/moved"]),
+    };
+    const config = { ...defaultConfig(paths), tools_dirs: [], mcp };
+    const executables = mcpExecutables(config, paths.configDir, {
+      pathEnv: `${root}/bin`,
+    });
+    assert.deepEqual(executables, [local, `${root}/bin/server`]);
+    const flags = deriveFlags({ paths, config, executables });
+    const read = flags[0]!.slice("--allow-read=".length).split(",");
+    assert.ok(read.includes(local), flags[0]);
+    assert.ok(read.includes(`${paths.configDir}/servers/moved`), flags[0]);
+    assert.equal(
+      flags.find((flag) => flag.startsWith("--allow-run=")),
+      `--allow-run=${[local, `${root}/bin/server`].sort().join(",")}`,
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

@@ -4,6 +4,7 @@ import { type Paths, resolvePaths } from "../../src/launch/paths.ts";
 import { deriveFlags } from "../../src/launch/permissions.ts";
 import { runnerExecutables } from "../../src/tools/runner.ts";
 import { loadTools } from "../../src/tools/load.ts";
+import { mcpExecutables } from "../../src/tools/mcp_plan.ts";
 import { SocketClient } from "./socket_client.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -30,6 +31,7 @@ export class Daemon implements AsyncDisposable {
   readonly flags: string[];
   readonly child: Deno.ChildProcess;
   #log = "";
+  #logChanged = Promise.withResolvers<void>();
   #logDone: Promise<void>;
   #status: Promise<Deno.CommandStatus>;
   #ownsHome: boolean;
@@ -54,6 +56,9 @@ export class Daemon implements AsyncDisposable {
       const lines = child.stderr.pipeThrough(new TextDecoderStream());
       for await (const chunk of lines) {
         this.#log += chunk;
+        const changed = this.#logChanged;
+        this.#logChanged = Promise.withResolvers<void>();
+        changed.resolve();
         if (/ info listening /.test(this.#log)) ready.resolve();
       }
     })();
@@ -99,6 +104,7 @@ export class Daemon implements AsyncDisposable {
         executables: [
           ...tools.map((tool) => tool.executable),
           ...runnerExecutables(config),
+          ...mcpExecutables(config, paths.configDir),
         ],
       });
     }
@@ -124,6 +130,39 @@ export class Daemon implements AsyncDisposable {
   /** Everything the daemon logged so far. */
   get log(): string {
     return this.#log;
+  }
+
+  /** Resolves once the log has `count` lines matching `pattern`; fails after `timeoutMs` or if the daemon exits. */
+  async waitForLog(
+    pattern: RegExp,
+    count = 1,
+    timeoutMs = 20_000,
+  ): Promise<void> {
+    const global = new RegExp(pattern.source, "gm");
+    const found = () => (this.#log.match(global)?.length ?? 0) >= count;
+    let exited = false;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      this.#logChanged.resolve();
+    }, timeoutMs);
+    const watch = this.#status.then(() => {
+      exited = true;
+    });
+    try {
+      while (!found()) {
+        if (timedOut || exited) {
+          throw new Error(
+            `${
+              timedOut ? "Timed out" : "The daemon exited"
+            } waiting for ${count} × ${pattern} in the log:\n${this.#log}`,
+          );
+        }
+        await Promise.race([this.#logChanged.promise, watch]);
+      }
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Connects a client to the daemon's socket. */

@@ -247,6 +247,9 @@ Deno.test("tool files are validated field by field", async () => {
       "command_empty.toml": 'description = "d"\ncommand = []\n',
       "required_type.toml":
         'description = "d"\ncommand = ["true"]\n[parameters.x]\ntype = "string"\nrequired = "yes"\n',
+      "confirm_type.toml":
+        'description = "d"\ncommand = ["true"]\nconfirm = 1\n',
+      "asks.toml": 'description = "d"\ncommand = ["true"]\nconfirm = true\n',
       "ok.toml":
         'description = "d"\ncommand = ["true", "{x}"]\ntimeout = 0.25\n' +
         'surprise = 1\n[parameters.x]\ntype = "number"\nenum = [1, 2.5]\n',
@@ -269,8 +272,13 @@ Deno.test("tool files are validated field by field", async () => {
       "param_name.toml":
         'parameter name "a b" must match ^[A-Za-z0-9_-]{1,64}$',
       "required_type.toml": "parameters.x.required must be true or false",
+      "confirm_type.toml": "confirm must be true or false",
     });
-    assert.equal(tools.length, 1);
+    assert.deepEqual(
+      tools.map((tool) => [tool.name, tool.confirm]),
+      [["asks", true], ["ok", false]],
+    );
+    tools.shift();
     assert.deepEqual(tools[0]?.parameters, {
       x: { type: "number", description: "", required: false, enum: [1, 2.5] },
     });
