@@ -58,9 +58,15 @@ function pageTest(name: string, fn: () => Promise<void>): void {
   });
 }
 
-async function stack(extraFlags: string[] = []) {
+const FIXTURE_TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname
+  .replace(/\/$/, "");
+
+async function stack(
+  extraFlags: string[] = [],
+  daemonOptions: { config?: string; toolsDirs?: string[] } = {},
+) {
   const llm = await FakeLlm.start();
-  const daemon = await Daemon.start({ llmUrl: llm.url });
+  const daemon = await Daemon.start({ llmUrl: llm.url, ...daemonOptions });
   const web = await WebProcess.start(
     daemon.paths.socketPath,
     daemon.env.XDG_RUNTIME_DIR!,
@@ -561,6 +567,42 @@ pageTest(
       await page.$$eval("#list button.conv", (nodes) => nodes.length),
       1,
     );
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest(
+  "a tool call waits for approval in every tab; a late tab shows it too, and Allow there runs it",
+  async () => {
+    await using s = await stack([], {
+      toolsDirs: [FIXTURE_TOOLS],
+      config: 'confirm_tools = ["echo_args"]\n',
+    });
+    const { llm, browser, web } = s;
+    const first = await openCanvas(browser, web);
+    llm.enqueue(
+      reply({
+        toolCalls: [{ name: "echo_args", arguments: '{"text":"hi there"}' }],
+      }),
+      reply({ content: ["It ", "echoed."] }),
+    );
+    await ask(first, "Echo something");
+    await shows(first, "#confirms", "Run echo_args with");
+    await shows(first, "#confirms", '"text":"hi there"');
+    await shows(first, "#state", "waiting for your approval");
+
+    const late = await openCanvas(browser, web);
+    await shows(late, "#confirms", "Run echo_args with");
+    await screenshot(late, "13-approval-late-tab");
+    await click(late, "#confirms .allow");
+    await first.waitForFunction(
+      () => document.querySelector("#confirms")?.hidden === true,
+      POLL,
+    );
+    await shows(first, LAST, "It echoed.");
+    await shows(first, ".turn.last .tools", "echo_args");
+    await shows(late, LAST, "It echoed.");
+    await settled(late);
     assert.deepEqual(browser.errors, []);
   },
 );
