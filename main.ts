@@ -10,9 +10,10 @@ import { writeAll } from "./src/write_all.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
-  chat [--no-think] [--export-dir DIR]
-                     interactive terminal client (/export writes in DIR)
-  ask [--think] [--json] [--yes] "question"
+  chat [--no-think] [--raw] [--export-dir DIR]
+                     interactive terminal client (--raw: replies as sent;
+                     /export writes in DIR)
+  ask [--think] [--json] [--yes] [--render] "question"
                      print one answer (the question from stdin when omitted)
   export ID [--json] print a conversation as Markdown (or JSON)
   web [--port N]     the browser canvas (deno task web runs it with its own grants)

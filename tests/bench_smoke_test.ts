@@ -34,6 +34,8 @@ const ROW_IDS = [
   "tasks.chat",
   "memory.fuzz",
   "backend.idle_cpu",
+  "chat.cpu",
+  "chat.startup",
   "web.relay",
   "web.render",
 ];

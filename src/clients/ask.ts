@@ -11,8 +11,9 @@ import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import type { Event, Ref } from "../protocol.ts";
+import type { MarkdownReplyView } from "./chat_render.ts";
 import { writeAll, type Writer } from "../write_all.ts";
-import { sanitize } from "./terminal_text.ts";
+import { consoleSize, sanitize } from "./terminal_text.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
 export interface AskOptions {
@@ -25,6 +26,8 @@ export interface AskOptions {
   dimStderr?: boolean;
   /** Whether stdout, and stderr, are terminals: daemon text written there is sanitised as chat does; default: asks each stream. */
   terminal?: { stdout: boolean; stderr: boolean };
+  /** Whether `--render` may draw Markdown; default: stdout is a terminal and NO_COLOR is unset. */
+  colorStdout?: boolean;
   /** Aborts like Ctrl-C; default: SIGINT. */
   interrupt?: AbortSignal;
 }
@@ -38,7 +41,8 @@ export const ASK_EXIT = Object.freeze({
   interrupted: 130,
 });
 
-const USAGE = 'usage: main.ts ask [--think] [--json] [--yes] ["question"]';
+const USAGE =
+  'usage: main.ts ask [--think] [--json] [--yes] [--render] ["question"]';
 const DIM = "\x1b[2m";
 const RESET = "\x1b[0m";
 const INTERRUPTED: unique symbol = Symbol("interrupted");
@@ -49,18 +53,27 @@ export interface AskArgs {
   json: boolean;
   /** Allow the tool calls of this turn that wait for approval. */
   yes: boolean;
+  /** Draw the answer's Markdown when stdout is a colour terminal. */
+  render: boolean;
   words: string[];
 }
 
 /** Parses ask's arguments; TypeError naming an unknown flag. */
 export function parseAskArgs(args: string[]): AskArgs {
-  const parsed: AskArgs = { think: false, json: false, yes: false, words: [] };
+  const parsed: AskArgs = {
+    think: false,
+    json: false,
+    yes: false,
+    render: false,
+    words: [],
+  };
   let flags = true;
   for (const arg of args) {
     if (flags && arg === "--") flags = false;
     else if (flags && arg === "--think") parsed.think = true;
     else if (flags && arg === "--json") parsed.json = true;
     else if (flags && arg === "--yes") parsed.yes = true;
+    else if (flags && arg === "--render") parsed.render = true;
     else if (flags && arg.startsWith("-") && arg !== "-") {
       throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
     } else parsed.words.push(arg);
@@ -168,6 +181,7 @@ export async function runAsk(
     ref,
     terminal,
     (call, allow) => client.send({ type: "approve", call, allow }),
+    await markdownView(parsed, options),
   );
   try {
     await client.send({ type: "ask", text: question, ref });
@@ -205,6 +219,21 @@ export async function runAsk(
   }
 }
 
+/** The Markdown view for `--render` on a colour terminal; null prints the answer as sent. */
+async function markdownView(
+  args: AskArgs,
+  options: AskOptions,
+): Promise<MarkdownReplyView | null> {
+  const color = options.colorStdout ??
+    (Deno.stdout.isTerminal() && !Deno.noColor);
+  if (!args.render || args.json || !color) return null;
+  const { MarkdownView } = await import("./markdown_view.ts");
+  return new MarkdownView({
+    columns: () => consoleSize().columns,
+    rows: () => consoleSize().rows,
+  });
+}
+
 /** Prints the events of one turn and says when it is over. */
 class TurnPrinter {
   /** Set once this client sent `stop`: the stop needs no explaining then. */
@@ -224,6 +253,8 @@ class TurnPrinter {
     readonly terminal: { stdout: boolean; stderr: boolean },
     /** Answers a call of this turn that waits for approval. */
     readonly approve: (call: string, allow: boolean) => Promise<void>,
+    /** Draws the answer's Markdown (`--render`); null prints it as sent. */
+    readonly view: MarkdownReplyView | null = null,
   ) {}
 
   /** Handles one event; resolves to the exit code once the turn has ended, else null. */
@@ -276,7 +307,11 @@ class TurnPrinter {
           await this.#closeThink();
           await writeAll(
             this.stdout,
-            this.terminal.stdout ? sanitize(event.delta) : event.delta,
+            this.view
+              ? this.view.push(event.delta)
+              : this.terminal.stdout
+              ? sanitize(event.delta)
+              : event.delta,
           );
         }
         this.#wroteAnswer ||= event.delta !== "";
@@ -304,7 +339,10 @@ class TurnPrinter {
   async finish(complete = false): Promise<void> {
     await this.#closeThink();
     if (this.args.json) return;
-    if (complete || this.#wroteAnswer) await writeAll(this.stdout, "\n");
+    const drawn = this.view?.end() ?? "";
+    // A drawn answer ends its last line itself.
+    if (drawn !== "") await writeAll(this.stdout, drawn);
+    else if (complete || this.#wroteAnswer) await writeAll(this.stdout, "\n");
     this.#wroteAnswer = false;
   }
 

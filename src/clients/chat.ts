@@ -5,13 +5,14 @@
  * runs it with exactly the grants the socket needs (`clientFlags`).
  */
 import { resolve } from "node:path";
-import { Renderer } from "./chat_render.ts";
+import { type MarkdownDrawing, Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
 import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../server/line_stream.ts";
+import { consoleSize } from "./terminal_text.ts";
 
 export { CHAT_EXIT } from "./chat_session.ts";
 
@@ -32,11 +33,13 @@ export interface ChatOptions {
   colors?: boolean;
   /** Terminal width. */
   columns?: () => number;
+  /** Terminal height. */
+  rows?: () => number;
   /** Listen for SIGINT; default true. */
   signals?: boolean;
 }
 
-const USAGE = "usage: main.ts chat [--no-think] [--export-dir DIR]";
+const USAGE = "usage: main.ts chat [--no-think] [--raw] [--export-dir DIR]";
 const PROMPT_PLAIN = "> ";
 const PROMPT_COLOR = "\x1b[1m>\x1b[0m ";
 const MAX_INPUT_LINE = 1024 * 1024;
@@ -59,28 +62,24 @@ function writeStderr(text: string): void {
   }
 }
 
-function terminalColumns(): number {
-  try {
-    return Deno.consoleSize().columns || 80;
-  } catch {
-    return 80;
-  }
-}
-
 /** The parsed arguments of `chat`. */
 export interface ChatArgs {
   think: boolean;
+  /** Replies as sent, without drawing their Markdown. */
+  raw: boolean;
   /** Where `/export N file` writes (as given; relative to where chat starts). */
   exportDir: string | null;
 }
 
 /** Parses chat's arguments; TypeError naming an unknown one. */
 export function parseChatArgs(args: string[]): ChatArgs {
-  const parsed: ChatArgs = { think: true, exportDir: null };
+  const parsed: ChatArgs = { think: true, raw: false, exportDir: null };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === "--no-think") {
       parsed.think = false;
+    } else if (arg === "--raw") {
+      parsed.raw = true;
     } else if (arg === "--export-dir" || arg.startsWith("--export-dir=")) {
       const dir = arg === "--export-dir" ? args[++i] : arg.slice(13);
       if (!dir) throw new TypeError(`--export-dir needs a directory: ${USAGE}`);
@@ -92,6 +91,17 @@ export function parseChatArgs(args: string[]): ChatArgs {
   return parsed;
 }
 
+/** Loads the Markdown drawing for a colour terminal; null when it cannot load (replies then show as sent). */
+function loadMarkdown(
+  columns: () => number,
+  rows: () => number,
+): Promise<MarkdownDrawing | null> {
+  return import("./markdown_view.ts").then(
+    ({ markdownDrawing }) => markdownDrawing({ columns, rows }),
+    () => null,
+  );
+}
+
 /** Runs the interactive client; resolves to the exit code: 0 on /quit, Ctrl-D or end of input, 2 when no daemon answers or it goes away, 130 on Ctrl-C at the prompt. */
 export async function runChat(
   args: string[],
@@ -99,13 +109,19 @@ export async function runChat(
 ): Promise<number> {
   const err = options.writeError ?? writeStderr;
   let think: boolean;
+  let raw: boolean;
   let exportDir: string | null;
   try {
-    ({ think, exportDir } = parseChatArgs(args));
+    ({ think, raw, exportDir } = parseChatArgs(args));
   } catch (error) {
     err(`${(error as Error).message}\n`);
     return CHAT_EXIT.usage;
   }
+  const colors = options.colors ?? (Deno.stdout.isTerminal() && !Deno.noColor);
+  const columns = options.columns ?? (() => consoleSize().columns);
+  const rows = options.rows ?? (() => consoleSize().rows);
+  // Markdown is drawn only in colour; its library loads while the daemon greets.
+  const markdown = colors ? loadMarkdown(columns, rows) : null;
   // Its codes are CHAT_EXIT.failed and CHAT_EXIT.noDaemon.
   const client = await connectOrExplain(options.env, err);
   if (typeof client === "number") return client;
@@ -113,17 +129,22 @@ export async function runChat(
 
   const terminal = options.terminal ??
     (Deno.stdin.isTerminal() && Deno.stdout.isTerminal());
-  const colors = options.colors ?? (Deno.stdout.isTerminal() && !Deno.noColor);
   const out = options.write ?? writeStdout;
   using _raw = terminal ? rawMode(options.setRaw, out) : null;
   const session = new ChatSession({
     client,
-    renderer: new Renderer({ colors, think, clearOnSwitch: terminal }),
+    renderer: new Renderer({
+      colors,
+      think,
+      clearOnSwitch: terminal,
+      markdown: await markdown,
+      raw,
+    }),
     editor: terminal ? new LineEditor() : null,
     out,
     err,
     prompt: colors ? PROMPT_COLOR : PROMPT_PLAIN,
-    columns: options.columns ?? terminalColumns,
+    columns,
     exportDir: exportDir === null ? null : resolve(exportDir),
   });
   using _signals = options.signals === false ? null : onSigint(session);

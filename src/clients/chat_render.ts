@@ -22,6 +22,23 @@ export interface RendererOptions {
   think: boolean;
   /** Clear the screen when the conversation changes (a terminal, not a transcript). */
   clearOnSwitch: boolean;
+  /** Draws replies' Markdown (markdown_view.ts); absent, replies show as sent. */
+  markdown?: MarkdownDrawing | null;
+  /** Start with replies as sent even when Markdown can be drawn (`--raw`). */
+  raw?: boolean;
+}
+
+/** Replies' Markdown for the screen: a view that draws one streamed reply, and a stored reply drawn whole. */
+export interface MarkdownDrawing {
+  view(): MarkdownReplyView;
+  render(text: string): string;
+}
+
+/** Draws one streamed reply: output per delta, then output that ends it at a line's start. */
+export interface MarkdownReplyView {
+  push(delta: string): string;
+  end(): string;
+  readonly atLineStart: boolean;
 }
 
 type Section = "none" | "think" | "reply" | "tool" | "confirm";
@@ -77,10 +94,20 @@ export class Renderer {
   #toolOpen: string | null = null;
   /** The turn streaming is a retry or an edit: a stop leaves the last turn. */
   #replacing = false;
+  #markdown: boolean;
+  #view: MarkdownReplyView | null = null;
 
   /** Creates a renderer. */
   constructor(options: RendererOptions) {
     this.#options = options;
+    this.#markdown = !!options.markdown && !options.raw;
+  }
+
+  /** Switches Markdown drawing for the next replies (`/raw`); the new state, or null where it cannot be drawn. */
+  toggleMarkdown(): boolean | null {
+    if (!this.#options.markdown) return null;
+    this.#markdown = !this.#markdown;
+    return this.#markdown;
   }
 
   /** True when the cursor is at the start of a line. */
@@ -266,6 +293,12 @@ export class Renderer {
     if (this.#section !== "reply") {
       out += this.#endSection();
       this.#section = "reply";
+      if (this.#markdown) this.#view = this.#options.markdown!.view();
+    }
+    if (this.#view) {
+      out += this.#view.push(delta);
+      this.#atLineStart = this.#view.atLineStart;
+      return out;
     }
     return out + this.#write(sanitize(delta));
   }
@@ -292,6 +325,12 @@ export class Renderer {
   #endSection(): string {
     this.#section = "none";
     this.#toolOpen = null;
+    if (this.#view) {
+      const out = this.#view.end();
+      this.#view = null;
+      this.#atLineStart = true;
+      return out;
+    }
     return this.endLine();
   }
 
@@ -330,7 +369,10 @@ export class Renderer {
           this.#style("cyan", `[tools] ${turn.tools.map(sanitize).join(", ")}`),
         );
       }
-      out += this.#line(sanitize(turn.reply)) + this.#write("\n");
+      out += this.#markdown
+        ? this.endLine() + this.#options.markdown!.render(turn.reply)
+        : this.#line(sanitize(turn.reply));
+      out += this.#write("\n");
     }
     return out;
   }

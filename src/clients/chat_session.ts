@@ -31,11 +31,13 @@ const HELP = [
   "/rename N title   give conversation N a title",
   "/export N [file]  show conversation N as Markdown, or write it to a new file (.json: JSON)",
   "/delete N         delete conversation N",
+  "/raw              replies as sent, or their Markdown drawn again",
   "/help             this help; /quit leaves",
   "Anything else is a question (start it with // to begin with a /).",
   "A tool call that needs approval asks run TOOL {args}? [y/N]:",
   "y runs it, n or Enter declines (the model is told); any client may answer.",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
+  "chat --raw starts with replies as sent; ask --render draws Markdown too.",
 ].join("\n");
 const LIST_LIMIT = 20;
 const SEARCH_LIMIT = 20;
@@ -387,6 +389,17 @@ export class ChatSession {
       case "/?":
         this.#print(this.renderer.info(HELP));
         return;
+      case "/raw": {
+        const drawn = this.renderer.toggleMarkdown();
+        this.#print(this.renderer.info(
+          drawn === null
+            ? "Markdown is drawn only on a colour terminal: replies show as sent"
+            : drawn
+            ? "Markdown drawn from the next reply on"
+            : "Replies show as sent from the next one on; /raw draws Markdown again",
+        ));
+        return;
+      }
       case "/quit":
       case "/exit":
         this.finish(CHAT_EXIT.ok);

@@ -4,36 +4,9 @@
  * that scrolls long lines sideways so the terminal never wraps them.
  */
 import type { Key } from "./key_stream.ts";
+import { graphemes, graphemeWidth, textWidth } from "./terminal_text.ts";
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
-
-function graphemes(text: string): string[] {
-  return Array.from(segmenter.segment(text), (part) => part.segment);
-}
-
-/** Columns a grapheme takes in a terminal: 2 for wide (CJK, emoji), 1 otherwise. */
-export function graphemeWidth(grapheme: string): number {
-  const code = grapheme.codePointAt(0) ?? 0;
-  if (grapheme === "\n") return 1;
-  const wide = (code >= 0x1100 && code <= 0x115f) ||
-    (code >= 0x2e80 && code <= 0xa4cf && code !== 0x303f) ||
-    (code >= 0xac00 && code <= 0xd7a3) ||
-    (code >= 0xf900 && code <= 0xfaff) ||
-    (code >= 0xfe30 && code <= 0xfe4f) ||
-    (code >= 0xff00 && code <= 0xff60) ||
-    (code >= 0xffe0 && code <= 0xffe6) ||
-    (code >= 0x1f300 && code <= 0x1f64f) ||
-    (code >= 0x1f900 && code <= 0x1f9ff) ||
-    (code >= 0x20000 && code <= 0x3fffd);
-  return wide ? 2 : 1;
-}
-
-/** Columns the text takes, escape sequences not counted. */
-export function textWidth(text: string): number {
-  // deno-lint-ignore no-control-regex
-  const plain = text.replace(/\x1b\[[0-9;?]*[@-~]/g, "");
-  return graphemes(plain).reduce((sum, g) => sum + graphemeWidth(g), 0);
-}
+export { graphemeWidth, textWidth } from "./terminal_text.ts";
 
 /** What a key did to the line. */
 export type Edit =

@@ -15,6 +15,7 @@
 import { BACKEND_SIZES, backendBenchmarks } from "./backend_bench.ts";
 import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
+import { CHAT_SIZES, chatBenchmarks } from "./chat_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
 import { PROCESS_SIZES, processBenchmarks } from "./process_bench.ts";
 import { FOOTPRINT_SIZES, footprintBenchmarks } from "./footprint_bench.ts";
@@ -40,6 +41,7 @@ export const GROUPS = [
   "process",
   "footprint",
   "backend",
+  "chat",
   "web",
 ] as const;
 
@@ -190,6 +192,8 @@ export async function runBench(
         return await footprintBenchmarks(FOOTPRINT_SIZES[mode], options.smoke);
       case "backend":
         return await backendBenchmarks(BACKEND_SIZES[mode], options.smoke);
+      case "chat":
+        return await chatBenchmarks(CHAT_SIZES[mode], options.smoke);
       case "web":
         return await webBenchmarks(WEB_SIZES[mode], options.smoke);
     }

@@ -364,12 +364,21 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     think: true,
     json: false,
     yes: false,
+    render: false,
     words: ["why", "not?"],
   });
   assert.deepEqual(parseAskArgs(["--yes", "--", "--json"]), {
     think: false,
     json: false,
     yes: true,
+    render: false,
+    words: ["--json"],
+  });
+  assert.deepEqual(parseAskArgs(["--render", "--", "--json"]), {
+    think: false,
+    json: false,
+    yes: false,
+    render: true,
     words: ["--json"],
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);

@@ -7,7 +7,9 @@ import {
   clientArgs,
   clientEnv,
   ClientProcess,
+  hasScript,
   MAIN,
+  PTY_SKIP,
   runClient,
   startDaemon,
   stripAnsi,
@@ -23,15 +25,6 @@ import {
   reply,
 } from "../support/fake_llm.ts";
 import { runs, weatherTools } from "../support/weather_tool.ts";
-
-const hasScript = await new Deno.Command("script", {
-  args: ["--version"],
-  stdout: "null",
-  stderr: "null",
-}).output().then((out) => out.success, () => false);
-const PTY_SKIP = hasScript
-  ? ""
-  : " (skipped: util-linux `script` is not installed)";
 
 type Chats = { messages: { role: string; content: string }[] };
 
@@ -361,7 +354,6 @@ Deno.test({
       "run",
       "--quiet",
       "--no-prompt",
-      "--no-config",
       ...clientFlags(daemon.paths.socketPath),
       "main.ts",
       "chat",
@@ -406,18 +398,18 @@ Deno.test("deno task ask prints one answer for scripts, and exits 2 when no daem
   );
 });
 
-Deno.test("parseChatArgs takes --no-think and --export-dir and names anything else", () => {
-  assert.deepEqual(parseChatArgs([]), { think: true, exportDir: null });
-  assert.deepEqual(parseChatArgs(["--no-think"]), {
-    think: false,
-    exportDir: null,
-  });
+Deno.test("parseChatArgs takes --no-think, --raw and --export-dir and names anything else", () => {
+  const none = { think: true, raw: false, exportDir: null };
+  assert.deepEqual(parseChatArgs([]), none);
+  assert.deepEqual(parseChatArgs(["--no-think"]), { ...none, think: false });
+  assert.deepEqual(parseChatArgs(["--raw"]), { ...none, raw: true });
   assert.deepEqual(parseChatArgs(["--export-dir", "out", "--no-think"]), {
+    ...none,
     think: false,
     exportDir: "out",
   });
   assert.deepEqual(parseChatArgs(["--export-dir=/tmp/x"]), {
-    think: true,
+    ...none,
     exportDir: "/tmp/x",
   });
   assert.throws(() => parseChatArgs(["--export-dir"]), /needs a directory/);

@@ -5,6 +5,18 @@ import { Daemon, inheritedEnv } from "./daemon_harness.ts";
 /** The command line entry point. */
 export const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
+/** Whether util-linux `script` is here to run a client on a pseudo-terminal. */
+export const hasScript = await new Deno.Command("script", {
+  args: ["--version"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((out) => out.success, () => false);
+
+/** Appended to the name of a test that needs `script`, when it is skipped. */
+export const PTY_SKIP = hasScript
+  ? ""
+  : " (skipped: util-linux `script` is not installed)";
+
 /** How long any one wait in these tests may take before it fails. */
 export const WAIT_MS = 20_000;
 
@@ -79,6 +91,8 @@ export interface SpawnOptions {
   env: Record<string, string>;
   /** Run the command inside a pseudo-terminal (util-linux `script`). */
   pty?: boolean;
+  /** The pseudo-terminal's size; default whatever `script` gives it. */
+  size?: { columns: number; rows: number };
 }
 
 /** A client subprocess with piped stdio; its output accumulates for matching. */
@@ -113,10 +127,13 @@ export class ClientProcess implements AsyncDisposable {
   /** Starts `deno <args>`, in a pseudo-terminal when asked. */
   static spawn(args: string[], options: SpawnOptions): ClientProcess {
     const command = options.pty ? "script" : Deno.execPath();
+    const size = options.size
+      ? `stty cols ${options.size.columns} rows ${options.size.rows} && exec `
+      : "";
     const argv = options.pty
       ? [
         "-qfec",
-        [Deno.execPath(), ...args].map(shellQuote).join(" "),
+        size + [Deno.execPath(), ...args].map(shellQuote).join(" "),
         "/dev/null",
       ]
       : args;
