@@ -36,6 +36,8 @@ const ROW_IDS = [
   "backend.idle_cpu",
   "chat.cpu",
   "chat.startup",
+  "web.relay",
+  "web.render",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

@@ -30,6 +30,7 @@ import {
   textTable,
 } from "./report.ts";
 import { STREAM_SIZES, streamBenchmarks } from "./stream_bench.ts";
+import { WEB_SIZES, webBenchmarks } from "./web_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -41,6 +42,7 @@ export const GROUPS = [
   "footprint",
   "backend",
   "chat",
+  "web",
 ] as const;
 
 /** One group's name. */
@@ -192,6 +194,8 @@ export async function runBench(
         return await backendBenchmarks(BACKEND_SIZES[mode], options.smoke);
       case "chat":
         return await chatBenchmarks(CHAT_SIZES[mode], options.smoke);
+      case "web":
+        return await webBenchmarks(WEB_SIZES[mode], options.smoke);
     }
   };
   try {

@@ -653,4 +653,3 @@ Deno.test({
     assert.deepEqual(await runs(tools.dir), ["Paris"]);
   },
 });
-
