@@ -1,9 +1,9 @@
 /**
- * The command line: `serve` (default), `chat`, `ask`, `export`, `flags`,
- * `check`, and `launch` (what `deno task check|compile` run: it derives the
- * flags and starts the real command with exactly those). Every command
- * returns its exit code here, and the process ends at the one exit point at
- * the bottom.
+ * The command line: `serve` (default), `chat`, `ask`, `export`, `web`,
+ * `flags`, `check`, and `launch` (what `deno task check|compile` run: it
+ * derives the flags and starts the real command with exactly those). Every
+ * command returns its exit code here, and the process ends at the one exit
+ * point at the bottom.
  */
 import { describeError, log } from "./src/log.ts";
 import { writeAll } from "./src/write_all.ts";
@@ -16,6 +16,8 @@ const USAGE = `usage: main.ts [command] [options]
   ask [--think] [--json] [--yes] [--render] "question"
                      print one answer (the question from stdin when omitted)
   export ID [--json] print a conversation as Markdown (or JSON)
+  web [--port N]     the browser canvas (deno task web runs it with its own grants)
+  web-flags [--task] print the canvas's flags (--task: its whole command, for deno task web)
   flags [--shell|--task]
                      print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database
@@ -35,6 +37,10 @@ async function main(args: string[]): Promise<number> {
       return await (await import("./src/clients/ask.ts")).runAsk(rest);
     case "export":
       return await (await import("./src/clients/export.ts")).runExport(rest);
+    case "web":
+      return await (await import("./src/web/web.ts")).runWeb(rest);
+    case "web-flags":
+      return await (await import("./src/web/web_flags.ts")).printWebFlags(rest);
     case "flags":
       return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":

@@ -36,6 +36,8 @@ const ROW_IDS = [
   "backend.idle_cpu",
   "chat.cpu",
   "chat.startup",
+  "web.relay",
+  "web.render",
   "context.choose",
   "context.first_token",
 ];

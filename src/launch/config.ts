@@ -36,6 +36,8 @@ export interface Config {
   confirm_tools: string[];
   /** Seconds a call waits for approval before it counts as declined. */
   confirm_timeout: number;
+  /** Loopback port of the browser canvas (`deno task web`); 0 picks a free one. */
+  web_port: number;
   request: Record<string, unknown>;
   /** MCP servers by name, from the `[mcp.NAME]` tables. */
   mcp: Record<string, McpServerConfig>;
@@ -50,6 +52,9 @@ export const DEFAULT_SYSTEM_PROMPT = [
   "When a tool can give a current or exact answer (the date and time, the weather, a fact to look up), call it instead of guessing, and say what the answer rests on.",
   "If you are unsure or lack the information, say so plainly rather than inventing details.",
 ].join(" ");
+
+/** The browser canvas's port unless the config names another. */
+export const DEFAULT_WEB_PORT = 8765;
 
 /** Built-in defaults (tools_dirs filled from paths). */
 export function defaultConfig(paths: Paths): Config {
@@ -71,6 +76,7 @@ export function defaultConfig(paths: Paths): Config {
     tools_dirs: [paths.userToolsDir, paths.bundledToolsDir],
     confirm_tools: [],
     confirm_timeout: 120,
+    web_port: DEFAULT_WEB_PORT,
     request: {},
     mcp: {},
   };
@@ -225,6 +231,10 @@ const RULES: Record<Exclude<keyof Config, "request" | "mcp">, Rule> = {
   confirm_timeout: {
     expected: `a number of seconds above 0 and at most ${MAX_SECONDS}`,
     ok: isSeconds,
+  },
+  web_port: {
+    expected: "a port number from 0 to 65535",
+    ok: (v) => isInt(v) && v >= 0 && v <= 65535,
   },
 };
 

@@ -31,6 +31,7 @@ import {
   textTable,
 } from "./report.ts";
 import { STREAM_SIZES, streamBenchmarks } from "./stream_bench.ts";
+import { WEB_SIZES, webBenchmarks } from "./web_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -42,6 +43,7 @@ export const GROUPS = [
   "footprint",
   "backend",
   "chat",
+  "web",
   "context",
 ] as const;
 
@@ -194,6 +196,8 @@ export async function runBench(
         return await backendBenchmarks(BACKEND_SIZES[mode], options.smoke);
       case "chat":
         return await chatBenchmarks(CHAT_SIZES[mode], options.smoke);
+      case "web":
+        return await webBenchmarks(WEB_SIZES[mode], options.smoke);
       case "context":
         return await contextBenchmarks(CONTEXT_SIZES[mode], options.smoke);
     }

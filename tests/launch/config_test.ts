@@ -35,6 +35,7 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     tools_dirs: ["/srv/config/desktop-assistant/tools", BUNDLED],
     confirm_tools: [],
     confirm_timeout: 120,
+    web_port: 8765,
     request: {},
     mcp: {},
   });
@@ -150,6 +151,9 @@ Deno.test("every wrong type or out-of-range value is a TypeError naming file and
     ['tools_dirs = "tools"', "tools_dirs"],
     ["tools_dirs = [1]", "tools_dirs"],
     ['tools_dirs = [""]', "tools_dirs"],
+    ["web_port = 65536", "web_port"],
+    ["web_port = -1", "web_port"],
+    ['web_port = "8765"', "web_port"],
     ["request = 5", "request"],
   ];
   for (const [text, key] of cases) {

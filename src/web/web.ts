@@ -1,0 +1,158 @@
+/**
+ * `main.ts web [--port N]`: the browser canvas as its own process. It checks
+ * that it was given exactly what it needs (its loopback address, the
+ * daemon's socket, the page's files), serves the page, prints the address
+ * with its token, and runs until SIGINT or SIGTERM.
+ */
+import { CLIENT_ENV_VARS, clientSocketPath } from "../clients/client.ts";
+import { DEFAULT_WEB_PORT } from "../launch/config.ts";
+import type { Env } from "../launch/paths.ts";
+import { AssistantError } from "../errors.ts";
+import { log } from "../log.ts";
+import { writeAll } from "../write_all.ts";
+import { loadStaticFiles, WEB_DIR } from "./static_files.ts";
+import { WEB_HOST, WebServer } from "./web_server.ts";
+
+const USAGE = "usage: main.ts web [--port N]";
+
+/** What the canvas's grants are derived from. */
+export interface WebGrantInput {
+  socketPath: string;
+  port: number;
+  /** The page's files; default `web/`. */
+  webDir?: string;
+}
+
+function checked(path: string, what: string): string {
+  if (path.includes(",")) {
+    throw new AssistantError(
+      `The ${what} ${path} contains a comma, which a Deno permission list cannot express: move or rename it`,
+    );
+  }
+  return path;
+}
+
+/** The canvas's deno flags: its own address and the socket to listen and connect, the socket and its files to read, the variable that locates the socket. None of the daemon's. */
+export function webFlags(input: WebGrantInput): string[] {
+  const socket = checked(input.socketPath, "socket path");
+  const dir = checked(input.webDir ?? WEB_DIR, "page folder");
+  return [
+    `--allow-net=${WEB_HOST}:${input.port},unix:${socket}`,
+    `--allow-read=${socket},${dir}`,
+    `--allow-write=${socket}`,
+    `--allow-env=${CLIENT_ENV_VARS.join(",")}`,
+  ];
+}
+
+/** The flags among {@link webFlags} this process lacks, e.g. `--allow-net=127.0.0.1:8765`. */
+export function missingWebGrants(input: WebGrantInput): string[] {
+  const socket = input.socketPath;
+  const dir = input.webDir ?? WEB_DIR;
+  const wanted: [string, Deno.PermissionDescriptor][] = [
+    [`--allow-net=${WEB_HOST}:${input.port}`, {
+      name: "net",
+      host: `${WEB_HOST}:${input.port}`,
+    }],
+    [`--allow-net=unix:${socket}`, { name: "net", host: `unix:${socket}` }],
+    [`--allow-read=${socket}`, { name: "read", path: socket }],
+    [`--allow-read=${dir}`, { name: "read", path: dir }],
+    [`--allow-write=${socket}`, { name: "write", path: socket }],
+  ];
+  return wanted
+    .filter(([, descriptor]) =>
+      Deno.permissions.querySync(descriptor).state !== "granted"
+    )
+    .map(([flag]) => flag);
+}
+
+/** Parses `web`'s arguments: `{ port }`; TypeError naming a bad one. */
+export function parseWebArgs(args: string[]): { port: number } {
+  let port = DEFAULT_WEB_PORT;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--port") {
+      const text = args[++i] ?? "";
+      const value = Number(text);
+      if (!/^\d+$/.test(text) || value > 65535) {
+        throw new TypeError(
+          `--port takes a port number from 0 to 65535, not ${
+            JSON.stringify(text)
+          }: ${USAGE}`,
+        );
+      }
+      port = value;
+    } else {
+      throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
+    }
+  }
+  return { port };
+}
+
+/** Options of {@link runWeb}, for tests. */
+export interface RunWebOptions {
+  env?: Env;
+  /** Ends the canvas instead of a signal. */
+  signal?: AbortSignal;
+}
+
+/** Runs the canvas until SIGINT or SIGTERM; resolves to the exit code (0 after a signal, 1 when it cannot start, 64 for bad usage). */
+export async function runWeb(
+  args: string[],
+  options: RunWebOptions = {},
+): Promise<number> {
+  let port: number;
+  try {
+    ({ port } = parseWebArgs(args));
+  } catch (error) {
+    await writeAll(Deno.stderr, `${(error as Error).message}\n`);
+    return 64;
+  }
+  let server: WebServer;
+  try {
+    const socketPath = clientSocketPath(options.env);
+    const missing = missingWebGrants({ socketPath, port });
+    if (missing.length > 0) {
+      throw new AssistantError(
+        `The canvas needs ${
+          missing.join(" ")
+        }: start it with deno task web, which grants exactly what it needs`,
+      );
+    }
+    server = await WebServer.start({
+      port,
+      socketPath,
+      files: await loadStaticFiles(),
+    });
+  } catch (error) {
+    if (!(error instanceof AssistantError)) throw error;
+    await writeAll(Deno.stderr, `${error.message}\n`);
+    return 1;
+  }
+  await using _server = server;
+  log.info("web canvas listening", { port: server.port });
+  // The token is a secret: it goes to the terminal, never to the log.
+  await writeAll(
+    Deno.stdout,
+    `desktop-assistant canvas: ${server.url}\n` +
+      `Open that address in a browser on this machine; Ctrl-C stops the canvas.\n`,
+  );
+  await untilStopped(options.signal);
+  log.info("web canvas stopping", { pages: server.pages });
+  return 0;
+}
+
+/** Resolves on SIGINT, SIGTERM or the given signal. */
+async function untilStopped(signal?: AbortSignal): Promise<void> {
+  const stopped = Promise.withResolvers<void>();
+  const stop = () => stopped.resolve();
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  for (const name of signals) Deno.addSignalListener(name, stop);
+  signal?.addEventListener("abort", stop, { once: true });
+  if (signal?.aborted) stop();
+  try {
+    await stopped.promise;
+  } finally {
+    for (const name of signals) Deno.removeSignalListener(name, stop);
+    signal?.removeEventListener("abort", stop);
+  }
+}

@@ -1,0 +1,433 @@
+/**
+ * The page against the whole protocol of SPEC sections 4 and 11, before
+ * every part of it is in the daemon: a scripted daemon on a real Unix
+ * socket sends the events those sections define (the backend, the context
+ * budget, private conversations, approvals, rename, export, a cut reply)
+ * through the real canvas process and bridge to a real Chromium, and reads
+ * back the commands the page sends. Skipped where Chromium is missing.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { Page } from "puppeteer-core";
+import {
+  chromiumMissing,
+  screenshot,
+  TestBrowser,
+} from "../support/browser.ts";
+import { within } from "../support/client_harness.ts";
+import { WebProcess } from "../support/web_harness.ts";
+
+declare const document: {
+  querySelector(selector: string): {
+    readonly textContent: string | null;
+    readonly hidden: boolean;
+    readonly placeholder?: string;
+    readonly className: string;
+  } | null;
+};
+
+const skip = chromiumMissing();
+const SHOW_MS = 15_000;
+const POLL = { timeout: SHOW_MS, polling: 50 } as const;
+
+function pageTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({
+    name: name + (skip === null ? "" : ` (skipped: ${skip})`),
+    ignore: skip !== null,
+    fn,
+  });
+}
+
+/** A daemon that greets with a given hello, records each line it gets and sends what the test says. */
+class ScriptedDaemon implements AsyncDisposable {
+  readonly path: string;
+  readonly runtimeDir: string;
+  readonly received: Record<string, unknown>[] = [];
+  readonly #listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>;
+  readonly #conns: Deno.UnixConn[] = [];
+  readonly #accepting: Promise<void>;
+  readonly #readers: Promise<void>[] = [];
+  #changed = Promise.withResolvers<void>();
+  #connected = Promise.withResolvers<void>();
+
+  constructor(runtimeDir: string, hello: Record<string, unknown>) {
+    this.runtimeDir = runtimeDir;
+    this.path = join(runtimeDir, "desktop-assistant.sock");
+    this.#listener = Deno.listen({ transport: "unix", path: this.path });
+    this.#accepting = this.#accept(this.#listener, hello);
+  }
+
+  async #accept(
+    listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>,
+    hello: Record<string, unknown>,
+  ): Promise<void> {
+    try {
+      for await (const conn of listener) {
+        this.#conns.push(conn);
+        await this.#write(conn, { type: "hello", ...hello });
+        this.#readers.push(this.#read(conn));
+        this.#connected.resolve();
+      }
+    } catch {
+      // Closed.
+    }
+  }
+
+  /** Resolves once a page has connected. */
+  get connected(): Promise<void> {
+    return this.#connected.promise;
+  }
+
+  async #write(conn: Deno.UnixConn, event: unknown): Promise<void> {
+    const bytes = new TextEncoder().encode(JSON.stringify(event) + "\n");
+    for (let at = 0; at < bytes.length;) {
+      at += await conn.write(bytes.subarray(at));
+    }
+  }
+
+  async #read(conn: Deno.UnixConn): Promise<void> {
+    let pending = "";
+    try {
+      for await (
+        const text of conn.readable.pipeThrough(new TextDecoderStream())
+      ) {
+        pending += text;
+        for (let end = pending.indexOf("\n"); end !== -1;) {
+          this.received.push(JSON.parse(pending.slice(0, end)));
+          pending = pending.slice(end + 1);
+          end = pending.indexOf("\n");
+        }
+        const changed = this.#changed;
+        this.#changed = Promise.withResolvers<void>();
+        changed.resolve();
+      }
+    } catch {
+      // The page left.
+    }
+  }
+
+  /** Sends events to every connected page. */
+  async send(...events: Record<string, unknown>[]): Promise<void> {
+    for (const conn of this.#conns) {
+      for (const event of events) await this.#write(conn, event);
+    }
+  }
+
+  /** The first command received of `type` (others are skipped over, once). */
+  async command(type: string): Promise<Record<string, unknown>> {
+    return await within(
+      (async () => {
+        while (true) {
+          const at = this.received.findIndex((line) => line.type === type);
+          if (at !== -1) return this.received.splice(at, 1)[0]!;
+          await this.#changed.promise;
+        }
+      })(),
+      `a ${type} command from the page`,
+    );
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#listener.close();
+    for (const conn of this.#conns) {
+      try {
+        conn.close();
+      } catch {
+        // Closed by the page.
+      }
+    }
+    await this.#accepting;
+    await Promise.all(this.#readers);
+  }
+}
+
+async function stack(hello: Record<string, unknown>) {
+  const home = await Deno.makeTempDir({ prefix: "da-web-proto-" });
+  const runtime = join(home, "run");
+  await Deno.mkdir(runtime, { mode: 0o700 });
+  const daemon = new ScriptedDaemon(runtime, {
+    state: "idle",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    id: null,
+    turns: [],
+    pending: null,
+    ...hello,
+  });
+  const web = await WebProcess.start(daemon.path, runtime);
+  const browser = await TestBrowser.launch();
+  const page = await browser.page(web.url);
+  await daemon.connected;
+  await page.waitForFunction(
+    () =>
+      (globalThis as unknown as { daCanvas?: { model: { greeted: boolean } } })
+        .daCanvas?.model.greeted === true,
+    POLL,
+  );
+  // The page lists the conversations when greeted; answer it.
+  await daemon.command("list");
+  return {
+    home,
+    daemon,
+    web,
+    browser,
+    page,
+    async [Symbol.asyncDispose]() {
+      await browser[Symbol.asyncDispose]();
+      await web[Symbol.asyncDispose]();
+      await daemon[Symbol.asyncDispose]();
+      await Deno.remove(home, { recursive: true });
+    },
+  };
+}
+
+async function shows(page: Page, selector: string, text: string) {
+  try {
+    await page.waitForFunction(
+      (sel: string, want: string) =>
+        document.querySelector(sel)?.textContent?.includes(want) === true,
+      POLL,
+      selector,
+      text,
+    );
+  } catch (error) {
+    const now = await page.evaluate(
+      (sel: string) => document.querySelector(sel)?.textContent ?? null,
+      selector,
+    );
+    throw new Error(
+      `${selector} never showed ${JSON.stringify(text)}; it shows ${
+        JSON.stringify(now)
+      }`,
+      { cause: error },
+    );
+  }
+}
+
+function hidden(page: Page, selector: string): Promise<boolean | null> {
+  return page.evaluate(
+    (sel: string) => document.querySelector(sel)?.hidden ?? null,
+    selector,
+  );
+}
+
+const TURNS = [
+  { user: "What is FTS5?", reply: "A full-text index.", tools: [] },
+  { user: "And bm25?", reply: "A ranking.", tools: ["date"] },
+];
+
+pageTest(
+  "11.2, 11.3, 11.4: the backend, the context meter with the turns sent, and a private conversation",
+  async () => {
+    await using s = await stack({
+      private: true,
+      ctx_used: 3900,
+      ctx_max: 4096,
+      ctx_sent: 6,
+      ctx_total: 14,
+      backend: {
+        state: "loading",
+        url: "http://127.0.0.1:8080",
+        model: null,
+        ctx_max: null,
+        message: null,
+      },
+    });
+    const { page, daemon } = s;
+    await shows(page, "#backend", "llama-server loading its model…");
+    await shows(
+      page,
+      "#ctx-text",
+      "context 3,900 / 4,096 · 6 of 14 earlier turns sent",
+    );
+    assert.equal(await hidden(page, "#private-badge"), false);
+    await shows(page, "#title", "Private conversation");
+    assert.match(
+      await page.$eval("#composer", (node) => node.className),
+      /degraded/,
+    );
+    await daemon.send({
+      type: "backend",
+      state: "down",
+      url: "http://127.0.0.1:8080",
+      model: null,
+      ctx_max: null,
+      message: "connection refused",
+    });
+    await shows(page, "#backend", "llama-server down: connection refused");
+    assert.match(
+      await page.$eval(
+        "#input",
+        (node) => (node as unknown as { placeholder: string }).placeholder,
+      ),
+      /llama-server down: connection refused\. Asking still tries\./,
+    );
+    await screenshot(page, "10-backend-down-private");
+    await daemon.send({
+      type: "backend",
+      state: "up",
+      url: "http://127.0.0.1:8080",
+      model: "qwen3-8b",
+      ctx_max: 4096,
+      message: null,
+    });
+    await shows(page, "#backend", "qwen3-8b · ready");
+    assert.doesNotMatch(
+      await page.$eval("#composer", (node) => node.className),
+      /degraded/,
+    );
+  },
+);
+
+pageTest(
+  "11.5: a tool call waits for approval; Allow sends approve and approved closes the prompt",
+  async () => {
+    await using s = await stack({});
+    const { page, daemon } = s;
+    await daemon.send(
+      { type: "user", text: "Weather in Paris?" },
+      { type: "state", state: "confirm" },
+      {
+        type: "confirm",
+        call: "c1",
+        tool: "weather",
+        args: { place: "Paris" },
+      },
+    );
+    await shows(page, "#confirms", 'Run weather with {"place":"Paris"}?');
+    await shows(page, "#state", "waiting for your approval");
+    await screenshot(page, "11-approval");
+    await page.click("#confirms .allow");
+    const approve = await daemon.command("approve");
+    assert.equal(approve.call, "c1");
+    assert.equal(approve.allow, true);
+    assert.equal(typeof approve.ref, "string");
+    await daemon.send(
+      { type: "approved", call: "c1", allow: true },
+      { type: "state", state: "tool", tool: "weather" },
+      { type: "tool", name: "weather", done: false },
+    );
+    await page.waitForFunction(
+      () => document.querySelector("#confirms")?.hidden === true,
+      POLL,
+    );
+    await shows(page, ".turn.live .tools", "weather: allowed");
+    await shows(page, ".turn.live .tools", "weather…");
+    // A second call, denied from the keyboard.
+    await daemon.send(
+      { type: "state", state: "confirm" },
+      { type: "confirm", call: "c2", tool: "shell", args: { cmd: "ls" } },
+    );
+    await shows(page, "#confirms", "Run shell");
+    await page.keyboard.down("Alt");
+    await page.keyboard.press("KeyD");
+    await page.keyboard.up("Alt");
+    const deny = await daemon.command("approve");
+    assert.deepEqual([deny.call, deny.allow], ["c2", false]);
+  },
+);
+
+pageTest(
+  "11.4: retry, edit, rename, export and private send their commands; a cut reply says so",
+  async () => {
+    await using s = await stack({ id: 12, turns: TURNS });
+    const { page, daemon, home } = s;
+    await daemon.send({
+      type: "conversations",
+      items: [{ id: 12, title: "What is FTS5?", updated: 1_700_000_000 }],
+    });
+    await shows(page, "#title", "What is FTS5?");
+
+    await page.click(".turn.last .retry");
+    assert.equal((await daemon.command("retry")).type, "retry");
+    // The retry streams in place of the last turn.
+    await daemon.send(
+      { type: "user", text: "And bm25?", replaces: true },
+      { type: "token", delta: "A better ranking." },
+    );
+    await shows(page, ".turn.live .reply", "A better ranking.");
+    assert.equal(await hidden(page, ".turn.last-stored"), true);
+    await daemon.send(
+      { type: "done", id: 12, stopped: false, replaces: true, truncated: true },
+      { type: "state", state: "idle" },
+    );
+    await shows(page, ".turn.last .reply", "A better ranking.");
+    await shows(page, ".turn.last .note", "cut short");
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 2);
+
+    // ↑ in the empty input edits the last question.
+    await page.focus("#input");
+    await page.keyboard.press("ArrowUp");
+    assert.equal(await hidden(page, "#editing"), false);
+    await page.keyboard.type(" (explain)");
+    await page.keyboard.press("Enter");
+    const edit = await daemon.command("edit");
+    assert.equal(edit.text, "And bm25? (explain)");
+    assert.equal(await hidden(page, "#editing"), true);
+
+    await page.keyboard.press("F2");
+    await page.keyboard.down("Control");
+    await page.keyboard.press("a");
+    await page.keyboard.up("Control");
+    await page.keyboard.type("Search engines");
+    await page.keyboard.press("Enter");
+    const rename = await daemon.command("rename");
+    assert.deepEqual([rename.id, rename.title], [12, "Search engines"]);
+    await daemon.send({ type: "renamed", id: 12, title: "Search engines" });
+    await shows(page, "#title", "Search engines");
+    await shows(page, "#list", "Search engines");
+
+    const downloads = join(home, "downloads");
+    await Deno.mkdir(downloads);
+    const session = await page.createCDPSession();
+    await session.send("Browser.setDownloadBehavior", {
+      behavior: "allow",
+      downloadPath: downloads,
+    });
+    await page.click("#export-md");
+    const exported = await daemon.command("export");
+    assert.deepEqual([exported.id, exported.format], [12, "markdown"]);
+    await daemon.send({
+      type: "export",
+      id: 12,
+      format: "markdown",
+      text: "# Search engines\n\n**What is FTS5?**\n",
+      ref: exported.ref,
+    });
+    const file = join(downloads, "conversation-12.md");
+    await within(
+      (async () => {
+        while (true) {
+          try {
+            return await Deno.readTextFile(file);
+          } catch {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        }
+      })(),
+      "the exported file",
+    ).then((text) =>
+      assert.equal(text, "# Search engines\n\n**What is FTS5?**\n")
+    );
+    await session.detach();
+
+    await page.click("#private");
+    const fresh = await daemon.command("new");
+    assert.equal(fresh.private, true);
+  },
+);
+
+pageTest(
+  "a daemon without private conversations gets a warning, not a silent saved one",
+  async () => {
+    await using s = await stack({});
+    const { page, daemon } = s;
+    await page.click("#private");
+    assert.equal((await daemon.command("new")).private, true);
+    // Today's daemon ignores the field and answers a plain new conversation.
+    await daemon.send({ type: "conversation", id: null, turns: [] });
+    await shows(page, "#notices", "no private conversations yet");
+    assert.equal(await hidden(page, "#private-badge"), true);
+  },
+);

@@ -1,0 +1,608 @@
+/**
+ * The canvas in a real headless Chromium (Debian's package, driven by
+ * puppeteer-core), against the real daemon and the canvas process with
+ * their derived grants: what a user does and sees. Skipped, with the
+ * reason printed, where Chromium is not installed. Screenshots of the main
+ * states are kept in $TMPDIR/da-web-screenshots/.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "puppeteer-core";
+import { newToken } from "../../src/web/access.ts";
+import {
+  chromiumMissing,
+  screenshot,
+  TestBrowser,
+} from "../support/browser.ts";
+import { within } from "../support/client_harness.ts";
+import { Daemon } from "../support/daemon_harness.ts";
+import { FakeLlm, gated, hold, reply } from "../support/fake_llm.ts";
+import { SocketClient } from "../support/socket_client.ts";
+import { WebProcess } from "../support/web_harness.ts";
+
+/** The page's globals, as the functions run in the browser see them. */
+interface BrowserElement {
+  readonly textContent: string | null;
+  readonly tagName: string;
+  readonly hidden: boolean;
+  readonly offsetParent: unknown;
+  readonly attributes: Iterable<{ readonly name: string }>;
+  getAttribute(name: string): string | null;
+  querySelectorAll(selector: string): Iterable<BrowserElement>;
+}
+declare const document: {
+  querySelector(selector: string): BrowserElement | null;
+  readonly body: { readonly innerText: string };
+  readonly title: string;
+};
+
+const skip = chromiumMissing();
+if (skip !== null) {
+  Deno.stderr.writeSync(
+    new TextEncoder().encode(`page_test skipped: ${skip}\n`),
+  );
+}
+
+/** How long the page may take to show something. */
+const SHOW_MS = 15_000;
+/**
+ * How waits poll: on a timer, since a tab in the background gets no
+ * animation frames (the page itself falls back to a timer there too).
+ */
+const POLL = { timeout: SHOW_MS, polling: 50 } as const;
+
+function pageTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({
+    name: name + (skip === null ? "" : ` (skipped: ${skip})`),
+    ignore: skip !== null,
+    fn,
+  });
+}
+
+const FIXTURE_TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname
+  .replace(/\/$/, "");
+
+async function stack(
+  extraFlags: string[] = [],
+  daemonOptions: { config?: string; toolsDirs?: string[] } = {},
+) {
+  const llm = await FakeLlm.start();
+  const daemon = await Daemon.start({ llmUrl: llm.url, ...daemonOptions });
+  const web = await WebProcess.start(
+    daemon.paths.socketPath,
+    daemon.env.XDG_RUNTIME_DIR!,
+  );
+  const browser = await TestBrowser.launch(extraFlags);
+  return {
+    llm,
+    daemon,
+    web,
+    browser,
+    async [Symbol.asyncDispose]() {
+      await browser[Symbol.asyncDispose]();
+      await web[Symbol.asyncDispose]();
+      await daemon[Symbol.asyncDispose]();
+      await llm[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/** Opens the canvas in a new tab and waits for the daemon's hello. */
+async function openCanvas(
+  browser: TestBrowser,
+  web: WebProcess,
+): Promise<Page> {
+  const page = await browser.page(web.url);
+  await page.waitForFunction(
+    () =>
+      (globalThis as { daCanvas?: { model: { greeted: boolean } } })
+        .daCanvas?.model.greeted === true,
+    POLL,
+  );
+  return page;
+}
+
+/** Waits until the element's text contains `text`. */
+async function shows(page: Page, selector: string, text: string) {
+  try {
+    await page.waitForFunction(
+      (sel: string, want: string) =>
+        document.querySelector(sel)?.textContent?.includes(want) === true,
+      POLL,
+      selector,
+      text,
+    );
+  } catch (error) {
+    const now = await page.$eval(selector, (node) => node.textContent)
+      .catch(() => "(no such element)");
+    throw new Error(
+      `${selector} never showed ${JSON.stringify(text)}; it shows ${
+        JSON.stringify(now)
+      }`,
+      { cause: error },
+    );
+  }
+}
+
+/** The text of the first element matching, trimmed, or null. */
+function textOf(page: Page, selector: string): Promise<string | null> {
+  return page.evaluate(
+    (sel: string) => document.querySelector(sel)?.textContent?.trim() ?? null,
+    selector,
+  );
+}
+
+/** Whether the element exists and is not hidden. */
+function visible(page: Page, selector: string): Promise<boolean> {
+  return page.evaluate((sel: string) => {
+    const node = document.querySelector(sel);
+    return node !== null && !node.hidden && node.offsetParent !== null;
+  }, selector);
+}
+
+/** Clicks in a tab, brought to the front first as a user's click would. */
+async function click(page: Page, selector: string): Promise<void> {
+  await page.bringToFront();
+  await page.click(selector);
+}
+
+async function ask(page: Page, text: string): Promise<void> {
+  await page.bringToFront();
+  await page.focus("#input");
+  await page.keyboard.type(text);
+  await page.keyboard.press("Enter");
+}
+
+/** Waits until the page has no reply in flight and is idle. */
+async function settled(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => {
+      const model = (globalThis as {
+        daCanvas?: { model: { pending: unknown; state: string } };
+      }).daCanvas?.model;
+      return model?.pending === null && model.state === "idle";
+    },
+    POLL,
+  );
+}
+
+const LIVE = ".turn.live .reply";
+const LAST = ".turn.last .reply";
+
+pageTest("ask, watch the tokens stream, and stop with Esc", async () => {
+  await using s = await stack();
+  const { llm, browser, web } = s;
+  const page = await openCanvas(browser, web);
+  assert.equal(await textOf(page, "#connection"), "connected");
+
+  const gate = Promise.withResolvers<void>();
+  llm.enqueue(gated("Once", gate.promise, " upon a **time**."));
+  await ask(page, "Tell me a story");
+  await shows(page, ".turn.live .question", "Tell me a story");
+  await shows(page, LIVE, "Once");
+  // The first token is on screen while the rest is still held back.
+  assert.equal(await textOf(page, LIVE), "Once");
+  assert.ok(await visible(page, "#stop"), "the stop button shows");
+  assert.equal(await textOf(page, "#input"), "");
+  await screenshot(page, "01-streaming");
+  gate.resolve();
+  await shows(page, LAST, "Once upon a time.");
+  await settled(page);
+  assert.equal(
+    await page.$eval(`${LAST} strong`, (node) => node.textContent),
+    "time",
+  );
+  assert.ok(!await visible(page, "#stop"), "the stop button is gone");
+  await shows(page, "#list", "Tell me a story");
+  await shows(page, "#title", "Tell me a story");
+
+  llm.enqueue(hold(["Partial", " answer"]));
+  await ask(page, "Go on");
+  await shows(page, LIVE, "Partial answer");
+  const request = llm.chats.at(-1)!;
+  await page.keyboard.press("Escape");
+  await within(request.aborted, "the upstream request to be aborted");
+  await shows(page, ".turn.last .note", "stopped");
+  await settled(page);
+  assert.equal(await textOf(page, LAST), "Partial answer");
+  assert.equal(await textOf(page, "#state"), "idle");
+  await screenshot(page, "02-stopped");
+  assert.deepEqual(browser.errors, []);
+});
+
+pageTest(
+  "search the history and open a conversation from the sidebar",
+  async () => {
+    await using s = await stack();
+    const { llm, daemon, browser, web } = s;
+    {
+      await using client = await SocketClient.connect(daemon.paths.socketPath);
+      await client.next("hello");
+      llm.enqueue(reply({ content: ["Rome is", " the capital."] }));
+      await client.send({ type: "ask", text: "What is the capital of Italy?" });
+      await client.until((event) => event.type === "done");
+      await client.send({ type: "new" });
+      llm.enqueue(reply({ content: ["Flour, eggs", " and milk."] }));
+      await client.send({ type: "ask", text: "A recipe for pancakes" });
+      await client.until((event) => event.type === "done");
+      await client.send({ type: "new" });
+      await client.until((event) => event.type === "conversation");
+    }
+    const page = await openCanvas(browser, web);
+    await shows(page, "#list", "A recipe for pancakes");
+    await shows(page, "#list", "What is the capital of Italy?");
+
+    await page.keyboard.down("Control");
+    await page.keyboard.press("k");
+    await page.keyboard.up("Control");
+    await page.keyboard.type("capit");
+    await shows(page, "#list-label", "Results");
+    await shows(page, "#list mark", "capital");
+    assert.equal(
+      await page.$$eval("#list button.conv", (nodes) => nodes.length),
+      1,
+    );
+    await screenshot(page, "03-search");
+    // Enter takes the first result, Enter again opens it.
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Enter");
+    await shows(page, ".turn.last .question", "What is the capital of Italy?");
+    await shows(page, LAST, "Rome is the capital.");
+    await shows(page, "#title", "What is the capital of Italy?");
+    await screenshot(page, "04-opened");
+
+    await click(page, "#search");
+    await page.keyboard.press("Escape");
+    await shows(page, "#list-label", "Conversations");
+    const other = await page.$$eval(
+      "#list button.conv",
+      (nodes) =>
+        nodes.find((node) => node.textContent?.includes("pancakes"))?.dataset
+          .id,
+    );
+    await click(page, `#list button.conv[data-id="${other}"]`);
+    await shows(page, LAST, "Flour, eggs and milk.");
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 1);
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest("a second tab shows the same thing live", async () => {
+  await using s = await stack();
+  const { llm, browser, web } = s;
+  const first = await openCanvas(browser, web);
+  const second = await openCanvas(browser, web);
+
+  const gate = Promise.withResolvers<void>();
+  llm.enqueue(gated("Both tabs", gate.promise, " see this."));
+  await ask(first, "Are you in step?");
+  await shows(second, ".turn.live .question", "Are you in step?");
+  await shows(second, LIVE, "Both tabs");
+  assert.ok(await visible(second, "#stop"));
+  await screenshot(second, "05-second-tab-live");
+  gate.resolve();
+  await shows(second, LAST, "Both tabs see this.");
+  await shows(first, LAST, "Both tabs see this.");
+  await shows(second, "#list", "Are you in step?");
+
+  // A new conversation in one tab is the new conversation in both.
+  await click(first, "#new");
+  await shows(second, "#title", "New conversation");
+  assert.equal(await second.$$eval(".turn", (nodes) => nodes.length), 0);
+  // Opening it again from the second tab opens it in the first.
+  await click(second, "#list button.conv");
+  await shows(first, LAST, "Both tabs see this.");
+  await shows(first, "#title", "Are you in step?");
+  assert.deepEqual(browser.errors, []);
+});
+
+pageTest(
+  "a tab opened mid-reply shows the reply so far, then the rest",
+  async () => {
+    await using s = await stack();
+    const { llm, browser, web } = s;
+    const first = await openCanvas(browser, web);
+    const gate = Promise.withResolvers<void>();
+    llm.enqueue(
+      reply({ think: ["Thinking", " it over."], content: ["Ready."] }),
+    );
+    llm.enqueue(gated("So far,", gate.promise, " so good."));
+    // A first turn, so the late tab also shows stored history.
+    await ask(first, "Warm up");
+    await shows(first, LAST, "Ready.");
+    await settled(first);
+    await ask(first, "How is it going?");
+    await shows(first, LIVE, "So far,");
+
+    const late = await openCanvas(browser, web);
+    await shows(late, ".turn.live .question", "How is it going?");
+    assert.equal(await textOf(late, LIVE), "So far,");
+    assert.ok(await visible(late, "#stop"));
+    assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 2);
+    await screenshot(late, "06-late-tab");
+    gate.resolve();
+    await shows(late, LAST, "So far, so good.");
+    await settled(late);
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest(
+  "a model answer with raw HTML and script links renders inert",
+  async () => {
+    await using s = await stack();
+    const { llm, browser, web } = s;
+    const page = await openCanvas(browser, web);
+    const answer = [
+      'Look: <img src=x onerror="globalThis.pwned=1">',
+      "\n\n[click me](javascript:globalThis.pwned=2)",
+      " and [data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+      " and <javascript:globalThis.pwned=3>",
+      "\n\n<script>globalThis.pwned=4</script>",
+      '\n\n<a href="javascript:globalThis.pwned=5">raw link</a>',
+      "\n\n![pic](javascript:globalThis.pwned=6) ![remote](http://example.com/x.png)",
+      "\n\n<iframe src=javascript:globalThis.pwned=7></iframe>",
+      "\n\nA real link: [docs](https://example.com/docs).",
+    ];
+    llm.enqueue(reply({ content: answer }));
+    await ask(page, "Show me some HTML");
+    await shows(page, LAST, "A real link: docs.");
+    await settled(page);
+    const found = await page.evaluate((sel: string) => {
+      const reply = document.querySelector(sel)!;
+      return {
+        elements: [...reply.querySelectorAll("*")].map((node) =>
+          node.tagName.toLowerCase()
+        ),
+        links: [...reply.querySelectorAll("a")].map((a) => ({
+          href: a.getAttribute("href"),
+          rel: a.getAttribute("rel"),
+          target: a.getAttribute("target"),
+        })),
+        handlers: [...reply.querySelectorAll("*")].flatMap((node) =>
+          [...node.attributes].map((attr) => attr.name).filter((name) =>
+            name.startsWith("on")
+          )
+        ),
+        text: reply.textContent,
+        pwned: (globalThis as { pwned?: number }).pwned ?? null,
+      };
+    }, LAST);
+    for (const tag of ["img", "script", "iframe", "object", "embed", "svg"]) {
+      assert.ok(!found.elements.includes(tag), `a <${tag}> was rendered`);
+    }
+    assert.deepEqual(found.handlers, []);
+    assert.equal(found.pwned, null);
+    // The model's HTML is shown as text, and only web links are links.
+    assert.match(found.text!, /<img src=x onerror="globalThis\.pwned=1">/);
+    assert.match(found.text!, /<script>globalThis\.pwned=4<\/script>/);
+    assert.deepEqual(found.links, [
+      {
+        href: "http://example.com/x.png",
+        rel: "noopener noreferrer nofollow",
+        target: "_blank",
+      },
+      {
+        href: "https://example.com/docs",
+        rel: "noopener noreferrer nofollow",
+        target: "_blank",
+      },
+    ]);
+    await screenshot(page, "07-inert-html");
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest("llama-server going down shows in the page", async () => {
+  await using s = await stack();
+  const { llm, browser, web } = s;
+  const page = await openCanvas(browser, web);
+  // The daemon reports its backend from the hello on.
+  assert.ok(await visible(page, "#backend"), "the backend pill shows");
+  await llm[Symbol.asyncDispose]();
+  // Down shows before anyone asks, and greys the input.
+  await page.waitForFunction(
+    () =>
+      document.querySelector("#backend")?.getAttribute("data-state") ===
+        "down",
+    POLL,
+  );
+  await shows(page, "#backend", "llama-server down");
+  await ask(page, "Are you there?");
+  await shows(page, ".turn.last .note.error", "llama-server unreachable");
+  await settled(page);
+  await screenshot(page, "08-backend-down");
+  assert.deepEqual(browser.errors, []);
+});
+
+pageTest(
+  "in the browser: no token, a wrong token, a rebound name and a foreign page are refused",
+  async () => {
+    await using s = await stack([
+      "--host-resolver-rules=MAP rebind.test 127.0.0.1",
+    ]);
+    const { browser, web, daemon } = s;
+    const page = await browser.page();
+    for (
+      const url of [
+        `${web.origin}/`,
+        `${web.origin}/${newToken()}/`,
+        `http://rebind.test:${web.port}/${web.token}/`,
+        `http://localhost:${web.port}/${web.token}/`,
+      ]
+    ) {
+      const response = await page.goto(url);
+      assert.equal(response?.status(), 403, url);
+      assert.match(
+        await page.evaluate(() => document.body.innerText),
+        /^Forbidden/,
+      );
+    }
+    await screenshot(page, "09-refused");
+
+    // A page from another origin that knows the token still cannot connect.
+    await using foreign = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen() {},
+    }, () =>
+      new Response(
+        `<!doctype html><script>
+        const ws = new WebSocket(${JSON.stringify(web.socketUrl)});
+        ws.onopen = () => { document.title = "opened"; };
+        ws.onclose = (e) => { document.title = "closed " + e.code; };
+      </script>`,
+        { headers: { "Content-Type": "text/html" } },
+      ));
+    const other = await browser.page(`http://127.0.0.1:${foreign.addr.port}/`);
+    await other.waitForFunction(
+      () => document.title.startsWith("closed"),
+      POLL,
+    );
+    assert.equal(await other.title(), "closed 1006");
+    await other.close();
+    assert.doesNotMatch(daemon.log, /client connected/);
+    assert.match(web.log, /web request refused reason=origin/);
+    assert.match(web.log, /web request refused reason=host/);
+    assert.match(web.log, /web request refused reason=token/);
+  },
+);
+
+pageTest(
+  "retry, edit, rename, export and a private conversation, against the daemon",
+  async () => {
+    await using s = await stack();
+    const { llm, browser, web } = s;
+    const page = await openCanvas(browser, web);
+    llm.enqueue(reply({ content: ["First", " answer."] }));
+    await ask(page, "What is a socket?");
+    await shows(page, LAST, "First answer.");
+    await settled(page);
+
+    llm.enqueue(reply({ content: ["Second", " answer."] }));
+    await click(page, ".turn.last .retry");
+    await shows(page, LAST, "Second answer.");
+    await settled(page);
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 1);
+
+    llm.enqueue(reply({ content: ["Edited", " answer."] }));
+    await page.focus("#input");
+    await page.keyboard.press("ArrowUp");
+    assert.equal(
+      await page.$eval(
+        "#input",
+        (node) => (node as unknown as { value: string }).value,
+      ),
+      "What is a socket?",
+    );
+    await page.keyboard.type(" On Linux?");
+    await page.keyboard.press("Enter");
+    await shows(page, LAST, "Edited answer.");
+    await settled(page);
+    assert.equal(
+      await textOf(page, ".turn.last .question .text"),
+      "What is a socket? On Linux?",
+    );
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 1);
+
+    await page.keyboard.press("F2");
+    await page.keyboard.down("Control");
+    await page.keyboard.press("a");
+    await page.keyboard.up("Control");
+    await page.keyboard.type("Sockets");
+    await page.keyboard.press("Enter");
+    await shows(page, "#title", "Sockets");
+    await shows(page, "#list", "Sockets");
+
+    const downloads = await Deno.makeTempDir({ prefix: "da-web-dl-" });
+    try {
+      const session = await page.createCDPSession();
+      await session.send("Browser.setDownloadBehavior", {
+        behavior: "allow",
+        downloadPath: downloads,
+      });
+      const read = (name: string) =>
+        within(
+          (async () => {
+            while (true) {
+              try {
+                return await Deno.readTextFile(`${downloads}/${name}`);
+              } catch {
+                await new Promise((resolve) => setTimeout(resolve, 50));
+              }
+            }
+          })(),
+          `the download ${name}`,
+        );
+      const id = await page.evaluate(() =>
+        (globalThis as unknown as {
+          daCanvas: { model: { current: { id: number } } };
+        })
+          .daCanvas.model.current.id
+      );
+      await click(page, "#export-md");
+      const markdown = await read(`conversation-${id}.md`);
+      assert.match(markdown, /Sockets/);
+      assert.match(markdown, /What is a socket\? On Linux\?/);
+      assert.match(markdown, /Edited answer\./);
+      await click(page, "#export-json");
+      const json = JSON.parse(await read(`conversation-${id}.json`));
+      assert.equal(json.format, "desktop-assistant/1");
+      assert.equal(json.title, "Sockets");
+      assert.equal(json.turns.length, 1);
+      await session.detach();
+    } finally {
+      await Deno.remove(downloads, { recursive: true });
+    }
+
+    await click(page, "#private");
+    await shows(page, "#title", "Private conversation");
+    assert.ok(await visible(page, "#private-badge"));
+    llm.enqueue(reply({ content: ["Kept", " in memory."] }));
+    await ask(page, "Something private");
+    await shows(page, LAST, "Kept in memory.");
+    await settled(page);
+    await screenshot(page, "12-private");
+    // Never listed: the sidebar still holds the one saved conversation.
+    assert.equal(
+      await page.$$eval("#list button.conv", (nodes) => nodes.length),
+      1,
+    );
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest(
+  "a tool call waits for approval in every tab; a late tab shows it too, and Allow there runs it",
+  async () => {
+    await using s = await stack([], {
+      toolsDirs: [FIXTURE_TOOLS],
+      config: 'confirm_tools = ["echo_args"]\n',
+    });
+    const { llm, browser, web } = s;
+    const first = await openCanvas(browser, web);
+    llm.enqueue(
+      reply({
+        toolCalls: [{ name: "echo_args", arguments: '{"text":"hi there"}' }],
+      }),
+      reply({ content: ["It ", "echoed."] }),
+    );
+    await ask(first, "Echo something");
+    await shows(first, "#confirms", "Run echo_args with");
+    await shows(first, "#confirms", '"text":"hi there"');
+    await shows(first, "#state", "waiting for your approval");
+
+    const late = await openCanvas(browser, web);
+    await shows(late, "#confirms", "Run echo_args with");
+    await screenshot(late, "13-approval-late-tab");
+    await click(late, "#confirms .allow");
+    await first.waitForFunction(
+      () => document.querySelector("#confirms")?.hidden === true,
+      POLL,
+    );
+    await shows(first, LAST, "It echoed.");
+    await shows(first, ".turn.last .tools", "echo_args");
+    await shows(late, LAST, "It echoed.");
+    await settled(late);
+    assert.deepEqual(browser.errors, []);
+  },
+);
