@@ -76,6 +76,9 @@ export interface HelloPending extends PendingView {
   id: number | null;
 }
 
+/** What cut a reply short: the context filled up, or `max_tokens` of `[request]` ran out. */
+export type Truncation = "context" | "max_tokens";
+
 /** Daemon activity shown by clients. */
 export type State = "idle" | "thinking" | "tool" | "confirm";
 
@@ -103,6 +106,8 @@ export type Event =
     model: string | null;
     ctx_used: number | null;
     ctx_max: number | null;
+    ctx_sent: number | null;
+    ctx_total: number | null;
     backend?: BackendView;
     id: number | null;
     turns: TurnView[];
@@ -120,11 +125,19 @@ export type Event =
     type: "done";
     id: number | null;
     stopped: boolean;
+    truncated?: true;
+    truncated_by?: Truncation;
     replaces?: true;
     ref?: Ref;
   }
   | { type: "error"; message: string; turn?: true; ref?: Ref }
-  | { type: "ctx"; used: number; max: number | null }
+  | {
+    type: "ctx";
+    used: number;
+    max: number | null;
+    sent: number;
+    total: number;
+  }
   | {
     type: "conversations";
     items: { id: number; title: string; updated: number }[];

@@ -38,6 +38,8 @@ const ROW_IDS = [
   "chat.startup",
   "web.relay",
   "web.render",
+  "context.choose",
+  "context.first_token",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

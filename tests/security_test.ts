@@ -234,7 +234,10 @@ Deno.test("FTS syntax in a search is plain text: it never widens the match", asy
 });
 
 Deno.test("tool arguments never reach a shell, and a tool's output is cut at tool_output_limit", async () => {
-  await using llm = await FakeLlm.start();
+  // Room for every result: a dozen calls with their outputs pass 4,096 tokens.
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", nCtx: 32768 }],
+  });
   await using daemon = await Daemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],

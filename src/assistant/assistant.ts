@@ -26,6 +26,7 @@ import type { McpHub } from "../tools/mcp.ts";
 import { Toolbox } from "../tools/toolbox.ts";
 import { Approvals, declinedOutcome } from "./approval.ts";
 import { exportText } from "./export.ts";
+import { TokenLedger } from "./token_ledger.ts";
 import { Titler } from "./title.ts";
 
 export type { ModelSource, TurnConfig } from "./reply.ts";
@@ -61,6 +62,8 @@ interface Conversation {
   id: number | null;
   turns: TurnView[];
   messages: ChatMessage[][];
+  /** Each turn's measured size in tokens; null where unknown. */
+  tokens: (number | null)[];
   /** In memory only: never saved, listed or searched; gone once not current. */
   private: boolean;
 }
@@ -88,7 +91,7 @@ interface Reply {
 const startedAt = performance.now();
 
 function emptyConversation(isPrivate = false): Conversation {
-  return { id: null, turns: [], messages: [], private: isPrivate };
+  return { id: null, turns: [], messages: [], tokens: [], private: isPrivate };
 }
 
 /** The daemon's state and its reply loop; implements the server's `Brain`. */
@@ -106,6 +109,10 @@ export class Assistant implements Disposable {
   #model: string | null = null;
   #ctxUsed: number | null = null;
   #ctxMax: number | null = null;
+  /** Earlier turns the last request carried, of how many; about the current conversation only. */
+  #ctxSent: number | null = null;
+  #ctxTotal: number | null = null;
+  #ledger = new TokenLedger();
   #shutdown = new AbortController();
   #titles: Titler;
 
@@ -145,6 +152,8 @@ export class Assistant implements Disposable {
       model: this.#model,
       ctx_used: this.#ctxUsed,
       ctx_max: this.#ctxMax,
+      ctx_sent: this.#ctxSent,
+      ctx_total: this.#ctxTotal,
       ...(this.#options.backend ? { backend: this.#options.backend() } : {}),
       id: this.#current.id,
       turns: this.#current.turns,
@@ -296,6 +305,8 @@ export class Assistant implements Disposable {
       this.#stop();
     }
     this.#current = conversation;
+    this.#ctxSent = null;
+    this.#ctxTotal = null;
     this.#emit({
       type: "conversation",
       id: conversation.id,
@@ -409,6 +420,10 @@ export class Assistant implements Disposable {
         history: reply.replaces
           ? reply.conversation.messages.slice(0, -1)
           : reply.conversation.messages,
+        counts: reply.replaces
+          ? reply.conversation.tokens.slice(0, -1)
+          : reply.conversation.tokens,
+        ledger: this.#ledger,
         pending: reply.pending,
         stale: () => this.#stale(reply),
         emit: (event) => this.#emit(event),
@@ -417,14 +432,14 @@ export class Assistant implements Disposable {
           reply.model = model;
           this.#model = model.id;
           // Another model's size would be wrong: unknown is null.
-          this.#ctxMax = model.nCtx;
+          this.#ctxMax = model.nCtx ?? this.#ledger.contextSize(model.id);
         },
         onUsage: (used) => {
           this.#ctxUsed = used;
         },
       });
       if (result === null || this.#stale(reply)) return;
-      const { messages, tools } = result;
+      const { messages, tools, tokens, truncated } = result;
       const conversation = reply.conversation;
       const first = conversation.id === null && conversation.turns.length === 0;
       const turn = {
@@ -432,6 +447,7 @@ export class Assistant implements Disposable {
         reply: reply.pending.reply,
         tools,
         messages,
+        tokens,
       };
       const { id, title } = this.#save(conversation, turn, reply.replaces);
       this.#remember(conversation, id, turn, reply.replaces);
@@ -442,20 +458,42 @@ export class Assistant implements Disposable {
         reply_bytes: reply.pending.reply.length,
         tools: tools.length,
         replaced: reply.replaces,
+        tokens,
+        sent: result.sent,
+        total: result.total,
+        ...(truncated ? { truncated } : {}),
         ms: Math.round(performance.now() - started),
       });
       this.#emit({
         type: "done",
         id,
         stopped: false,
+        ...(truncated
+          ? { truncated: true as const, truncated_by: truncated }
+          : {}),
         ...(reply.replaces ? { replaces: true as const } : {}),
         ...refField(reply.ref),
       });
       if (id !== null && title !== null) {
         this.#emit({ type: "renamed", id, title });
       }
+      // A refusal may have told the size /props did not.
+      this.#ctxMax = result.nCtx ?? this.#ctxMax;
+      if (
+        this.#current === conversation ||
+        (id !== null && this.#current.id === id)
+      ) {
+        this.#ctxSent = result.sent;
+        this.#ctxTotal = result.total;
+      }
       if (this.#ctxUsed !== null) {
-        this.#emit({ type: "ctx", used: this.#ctxUsed, max: this.#ctxMax });
+        this.#emit({
+          type: "ctx",
+          used: this.#ctxUsed,
+          max: this.#ctxMax,
+          sent: result.sent,
+          total: result.total,
+        });
       }
       this.#setState("idle");
       if (
@@ -573,9 +611,11 @@ export class Assistant implements Disposable {
       if (replaces && target.turns.length > 0) {
         target.turns[target.turns.length - 1] = view;
         target.messages[target.messages.length - 1] = turn.messages;
+        target.tokens[target.tokens.length - 1] = turn.tokens ?? null;
       } else {
         target.turns.push(view);
         target.messages.push(turn.messages);
+        target.tokens.push(turn.tokens ?? null);
       }
     }
   }

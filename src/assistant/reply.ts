@@ -8,9 +8,11 @@ import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
 import type { Config } from "../launch/config.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { Delta } from "../llm/sse_stream.ts";
-import type { Event, PendingView, State } from "../protocol.ts";
+import type { Event, PendingView, State, Truncation } from "../protocol.ts";
 import { placeholder, type ToolOutcome } from "../tools/runner.ts";
+import { ContextPlan, sendWithin } from "./budget.ts";
 import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
+import type { Tokenize, TokenLedger } from "./token_ledger.ts";
 
 /** The model side of a turn; `LlmClient` in production, anything alike in tests. */
 export interface ModelSource {
@@ -20,6 +22,12 @@ export interface ModelSource {
     body: Record<string, unknown>,
     signal: AbortSignal,
   ): Promise<ReadableStream<Delta>>;
+  /** Tokens of a text as the model counts them; absent where the server cannot say. */
+  tokenize?(
+    model: ModelChoice,
+    text: string,
+    signal: AbortSignal,
+  ): Promise<number>;
 }
 
 /** The config keys a turn reads. */
@@ -28,6 +36,7 @@ export type TurnConfig = Pick<
   | "thinking"
   | "system_prompt"
   | "history_turns"
+  | "reply_reserve"
   | "max_tool_rounds"
   | "tool_timeout"
   | "tool_output_limit"
@@ -48,6 +57,10 @@ export interface ReplyContext {
   now: Date;
   /** The stored messages of the conversation's earlier turns, one list per turn. */
   history: readonly ChatMessage[][];
+  /** Each earlier turn's measured size in tokens; null where unknown. */
+  counts: readonly (number | null)[];
+  /** What is known of each model's token counts. */
+  ledger: TokenLedger;
   /** The reply as clients see it so far; the loop adds to it. */
   pending: PendingView;
   /** True once the reply was stopped or replaced: nothing more may be emitted. */
@@ -66,6 +79,15 @@ export interface ReplyResult {
   messages: ChatMessage[];
   /** Names of the tools that ran, in order. */
   tools: string[];
+  /** The turn's size in tokens as llama-server measured it; null when it could not. */
+  tokens: number | null;
+  /** Why the reply ended before the model finished it, if it did. */
+  truncated: Truncation | null;
+  /** Earlier turns the last request carried, of how many. */
+  sent: number;
+  total: number;
+  /** The context size as the reply found it; null while unknown. */
+  nCtx: number | null;
 }
 
 /** Runs the reply to its end; null when it went stale on the way. */
@@ -77,53 +99,68 @@ export async function runReply(
   if (context.stale()) return null;
   context.onModel(model);
 
-  const question: ChatMessage = {
-    role: "user",
+  const question = {
+    role: "user" as const,
     content: stampQuestion(pending.user, now),
   };
-  // Turns saved before tool calls were made replayable may hold arguments
-  // llama-server cannot parse.
-  const history = context.history.slice(
-    Math.max(0, context.history.length - config.history_turns),
-  ).flat().map((message) =>
-    message.role === "assistant" && message.tool_calls
-      ? { ...message, tool_calls: message.tool_calls.map(replayable) }
-      : message
-  );
-  const request: ChatMessage[] = [
-    {
+  const tokenize: Tokenize | undefined = llm.tokenize
+    ? (text, signal) => llm.tokenize!(model, text, signal)
+    : undefined;
+  const plan = await ContextPlan.create({
+    ledger: context.ledger,
+    model: model.id,
+    nCtx: model.nCtx,
+    config,
+    system: {
       role: "system",
       content: systemPrompt(config.system_prompt, model.id, now),
     },
-    ...history,
+    schemas: context.schemas,
     question,
-  ];
+    history: context.history,
+    counts: context.counts,
+    tokenize,
+    signal,
+  });
+  if (context.stale()) return null;
   const stored: ChatMessage[] = [question];
   const tools: string[] = [];
+  let truncated: Truncation | null = null;
 
   for (let round = 0;; round++) {
     const last = round >= config.max_tool_rounds;
-    const body = chatBody({
-      model: model.id,
-      messages: request,
-      tools: context.schemas,
-      thinking: config.thinking,
-      extra: config.request,
-      ...(last && context.schemas.length > 0 ? { toolChoiceNone: true } : {}),
-    });
-    const stream = await llm.chat(model, body, signal);
-    const { content, calls } = await readStream(stream, context);
+    const stream = await sendWithin(plan, (messages) =>
+      llm.chat(
+        model,
+        chatBody({
+          model: model.id,
+          messages,
+          tools: context.schemas,
+          thinking: config.thinking,
+          extra: config.request,
+          ...(last && context.schemas.length > 0
+            ? { toolChoiceNone: true }
+            : {}),
+        }),
+        signal,
+      ));
+    const { content, calls, finish, usage } = await readStream(
+      stream,
+      context,
+    );
     if (context.stale()) return null;
-    if (calls.length === 0 || last) {
+    truncated = plan.reported(finish, usage);
+    // A call cut off by the length limit is incomplete: it is not run.
+    if (calls.length === 0 || last || truncated !== null) {
       stored.push({ role: "assistant", content });
-      return { messages: stored, tools };
+      break;
     }
     const assistant: ChatMessage = {
       role: "assistant",
       content: content === "" ? null : content,
       tool_calls: calls.map(replayable),
     };
-    request.push(assistant);
+    plan.add(assistant);
     stored.push(assistant);
     for (const call of calls) {
       const name = call.function.name;
@@ -138,7 +175,7 @@ export async function runReply(
         if (context.stale()) return null;
         context.emit({ type: "tool", name, done: true });
       }
-      request.push({
+      plan.add({
         role: "tool",
         tool_call_id: call.id,
         content: outcome.content,
@@ -149,17 +186,41 @@ export async function runReply(
         content: placeholder(name, outcome),
       });
     }
+    await plan.measure();
+    if (context.stale()) return null;
+    plan.fit();
     context.setState("thinking");
   }
+  const tokens = await plan.conclude(stored);
+  if (context.stale()) return null;
+  return {
+    messages: stored,
+    tools,
+    tokens,
+    truncated,
+    sent: plan.sent,
+    total: plan.total,
+    nCtx: plan.nCtx,
+  };
+}
+
+/** What one response left: its content, tool calls, finish reason and sizes. */
+interface StreamEnd {
+  content: string;
+  calls: ToolCall[];
+  finish: string | null;
+  usage: (Delta & { kind: "usage" }) | null;
 }
 
 /** Streams one response to events; returns its content and tool calls. */
 async function readStream(
   stream: ReadableStream<Delta>,
   context: ReplyContext,
-): Promise<{ content: string; calls: ToolCall[] }> {
+): Promise<StreamEnd> {
   const { pending } = context;
   let content = "";
+  let finish: string | null = null;
+  let usage: (Delta & { kind: "usage" }) | null = null;
   const pieces = new Map<number, ToolCall>();
   for await (const delta of stream) {
     if (context.stale()) break;
@@ -191,9 +252,11 @@ async function readStream(
         break;
       }
       case "usage":
+        usage = delta;
         context.onUsage(delta.used);
         break;
       case "finish":
+        finish = delta.reason;
         break;
     }
   }
@@ -203,5 +266,5 @@ async function readStream(
     ...call,
     id: call.id === "" ? `call_${index}` : call.id,
   }));
-  return { content, calls };
+  return { content, calls, finish, usage };
 }

@@ -318,6 +318,15 @@ class TurnPrinter {
         return null;
       case "done":
         await this.finish(true);
+        if (event.truncated) {
+          // The answer stands as far as it goes: a note, not a failure.
+          await writeAll(
+            this.stderr,
+            event.truncated_by === "max_tokens"
+              ? "The reply was cut short: it reached max_tokens.\n"
+              : "The reply was cut short: the model's context is full.\n",
+          );
+        }
         if (!event.stopped) return ASK_EXIT.ok;
         if (!this.stoppedHere) {
           await writeAll(

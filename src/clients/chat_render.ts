@@ -131,6 +131,14 @@ export class Renderer {
       ),
     );
     out += this.#conversationBody(event.id, event.turns, event.private);
+    if (event.ctx_used !== null && event.ctx_sent !== null) {
+      out += this.#meter(
+        event.ctx_used,
+        event.ctx_max,
+        event.ctx_sent,
+        event.ctx_total ?? event.ctx_sent,
+      );
+    }
     const pending = event.pending;
     // A reply that belongs to another conversation is not this one's turn.
     if (pending && pending.id === event.id) {
@@ -191,10 +199,18 @@ export class Renderer {
           const kept = this.#replacing ? ": the last turn stays" : "";
           out += this.#line(this.#style("dim", `[stopped${kept}]`));
         }
+        if (event.truncated) {
+          const why = event.truncated_by === "max_tokens"
+            ? "the reply reached max_tokens"
+            : "the context is full";
+          out += this.#line(this.#style("yellow", `[cut short: ${why}]`));
+        }
         this.#section = "none";
         this.#replacing = false;
         return out + this.#write("\n");
       }
+      case "ctx":
+        return this.#meter(event.used, event.max, event.sent, event.total);
       case "error":
         return this.#endSection() + this.error(event.message);
       case "conversations":
@@ -274,6 +290,21 @@ export class Renderer {
     });
     if (pending.reply !== "") out += this.#token(pending.reply);
     return out;
+  }
+
+  /** The context meter, shown only when the conversation no longer fits whole. */
+  #meter(
+    used: number,
+    max: number | null,
+    sent: number,
+    total: number,
+  ): string {
+    if (sent >= total) return "";
+    const size = max === null ? count(used) : `${count(used)}/${count(max)}`;
+    return this.#endSection() +
+      this.#line(
+        this.#style("dim", `context ${size} · ${sent} of ${total} turns`),
+      );
   }
 
   #think(delta: string): string {
@@ -434,6 +465,10 @@ export class Renderer {
     }
     return text;
   }
+}
+
+function count(n: number): string {
+  return n.toLocaleString("en-US");
 }
 
 function oneLine(text: string): string {

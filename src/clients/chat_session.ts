@@ -38,6 +38,8 @@ const HELP = [
   "y runs it, n or Enter declines (the model is told); any client may answer.",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
   "chat --raw starts with replies as sent; ask --render draws Markdown too.",
+  "A dim 'context used/size · S of T turns' line: the model was sent only the",
+  "S newest of T earlier turns, so the conversation fits its context.",
 ].join("\n");
 const LIST_LIMIT = 20;
 const SEARCH_LIMIT = 20;

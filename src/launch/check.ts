@@ -10,6 +10,7 @@ import { type Env, type Paths, resolvePaths } from "./paths.ts";
 import { DatabaseSync } from "node:sqlite";
 import { probeBackend } from "../llm/backend_probe.ts";
 import { LlmClient } from "../llm/client.ts";
+import { replyReserve, wantedReserve } from "../assistant/budget.ts";
 import { setQuiet } from "../log.ts";
 import { writeAll } from "../write_all.ts";
 import { missingGrants } from "./permissions.ts";
@@ -233,7 +234,9 @@ async function* llmLines(
       yield {
         status: "ok",
         subject: "model",
-        message: `${choice.id} (${kind}), context ${choice.nCtx} tokens`,
+        message: `${choice.id} (${kind}), context ${choice.nCtx} tokens, ${
+          reserveText(choice.nCtx, config)
+        }`,
       };
     }
   } catch (error) {
@@ -246,6 +249,17 @@ async function* llmLines(
         : `${message} (${url}/v1/models)`,
     };
   }
+}
+
+/** The reply's reserve and where it comes from, as `check` prints it. */
+function reserveText(nCtx: number, config: Config): string {
+  const wanted = wantedReserve(config);
+  const reserve = replyReserve(nCtx, config);
+  const source = wanted.from === "max_tokens"
+    ? "max_tokens in [request]"
+    : "reply_reserve";
+  const capped = reserve < wanted.tokens ? ", capped at half the context" : "";
+  return `${reserve} kept for the reply (${source}${capped})`;
 }
 
 async function* historyLines(paths: Paths): AsyncGenerator<CheckLine> {

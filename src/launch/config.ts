@@ -18,6 +18,8 @@ export interface Config {
   thinking: boolean;
   system_prompt: string;
   history_turns: number;
+  /** Tokens kept free for the reply when `[request]` sets no `max_tokens`. */
+  reply_reserve: number;
   max_tool_rounds: number;
   tool_timeout: number;
   tool_output_limit: number;
@@ -62,6 +64,7 @@ export function defaultConfig(paths: Paths): Config {
     thinking: true,
     system_prompt: DEFAULT_SYSTEM_PROMPT,
     history_turns: 10,
+    reply_reserve: 1024,
     max_tool_rounds: 8,
     tool_timeout: 30,
     tool_output_limit: 16384,
@@ -182,6 +185,10 @@ const RULES: Record<Exclude<keyof Config, "request" | "mcp">, Rule> = {
   history_turns: {
     expected: "a non-negative integer",
     ok: (v) => isInt(v) && v >= 0,
+  },
+  reply_reserve: {
+    expected: "a positive integer of tokens",
+    ok: (v) => isInt(v) && v >= 1,
   },
   max_tool_rounds: {
     expected: "a non-negative integer",

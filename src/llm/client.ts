@@ -6,6 +6,7 @@
 import type { ChatMessage } from "./chat_types.ts";
 import { AssistantError } from "../errors.ts";
 import { describeError, log } from "../log.ts";
+import { httpError } from "./http_error.ts";
 import { type Delta, deltaStream } from "./sse_stream.ts";
 
 /** The model a turn uses, as `chooseModel` found it. */
@@ -130,25 +131,6 @@ export function pick(
   return null;
 }
 
-function httpMessage(response: Response, text: string): string {
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (isRecord(parsed)) {
-      const error = parsed.error;
-      if (isRecord(error) && typeof error.message === "string") {
-        return error.message;
-      }
-      if (typeof error === "string") return error;
-      if (typeof parsed.message === "string") return parsed.message;
-    }
-  } catch {
-    // Not JSON: fall back to the status text or the start of the body.
-  }
-  if (response.statusText !== "") return response.statusText;
-  const excerpt = text.replace(/\s+/g, " ").trim().slice(0, 200);
-  return excerpt === "" ? "no message" : excerpt;
-}
-
 /** The client of one llama-server (or router). */
 export class LlmClient {
   readonly #url: string;
@@ -250,6 +232,43 @@ export class LlmClient {
     }
   }
 
+  /**
+   * POST /tokenize: how many tokens the model makes of `text` (special tokens
+   * parsed, as in a chat prompt). A router is asked with the model named and
+   * autoload off, so counting never loads a model.
+   */
+  async tokenize(
+    model: ModelChoice,
+    text: string,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const bounded = AbortSignal.any([
+      signal,
+      AbortSignal.timeout(this.#stallMs),
+    ]);
+    const path = model.router ? "/tokenize?autoload=false" : "/tokenize";
+    const response = await this.#request(path, bounded, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: model.id, content: text }),
+    });
+    const answer = await this.#read(response, bounded);
+    let tokens: unknown;
+    try {
+      tokens = (JSON.parse(answer) as { tokens?: unknown } | null)?.tokens;
+    } catch (error) {
+      throw new AssistantError("malformed answer from llama-server", {
+        cause: error,
+      });
+    }
+    if (!Array.isArray(tokens)) {
+      throw new AssistantError("malformed answer from llama-server", {
+        cause: new TypeError("POST /tokenize has no tokens array"),
+      });
+    }
+    return tokens.length;
+  }
+
   async #contextSize(
     entry: ModelEntry,
     router: boolean,
@@ -318,11 +337,7 @@ export class LlmClient {
         path: path.split("?")[0],
         status: response.status,
       });
-      const quoted = httpMessage(response, text);
-      throw new AssistantError(
-        `llama-server answered ${response.status}: ${quoted}`,
-        { quoted, cause: new Error(`HTTP ${response.status} for ${path}`) },
-      );
+      throw httpError(response, text, path);
     }
     return response;
   }

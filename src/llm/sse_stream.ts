@@ -28,7 +28,13 @@ export type Delta =
     name?: string;
     arguments: string;
   }
-  | { kind: "usage"; used: number }
+  | {
+    kind: "usage";
+    /** Tokens now in the context: the prompt and the reply. */
+    used: number;
+    /** Tokens of the prompt alone, when reported. */
+    prompt?: number;
+  }
   | { kind: "finish"; reason: string };
 
 /** Options of `ChatDeltaStream`. */
@@ -53,21 +59,29 @@ function isAbort(error: unknown): boolean {
     (error.name === "AbortError" || error.name === "TimeoutError");
 }
 
-/** Tokens now in the context: `usage.total_tokens`, else the timings' sum. */
-function usedTokens(chunk: Record<string, unknown>): number | null {
+/** Tokens now in the context (`usage.total_tokens`, else the timings' sum) and of the prompt alone. */
+function usageDelta(chunk: Record<string, unknown>): Delta | null {
   const usage = chunk.usage;
   if (isRecord(usage) && typeof usage.total_tokens === "number") {
-    return usage.total_tokens;
+    const prompt = usage.prompt_tokens;
+    return typeof prompt === "number"
+      ? { kind: "usage", used: usage.total_tokens, prompt }
+      : { kind: "usage", used: usage.total_tokens };
   }
   const timings = chunk.timings;
   if (!isRecord(timings)) return null;
-  let sum = 0;
-  for (const key of ["cache_n", "prompt_n", "predicted_n"]) {
-    const value = timings[key];
-    if (typeof value !== "number") return null;
-    sum += value;
+  const { cache_n: cached, prompt_n: prompt, predicted_n: predicted } = timings;
+  if (
+    typeof cached !== "number" || typeof prompt !== "number" ||
+    typeof predicted !== "number"
+  ) {
+    return null;
   }
-  return sum;
+  return {
+    kind: "usage",
+    used: cached + prompt + predicted,
+    prompt: cached + prompt,
+  };
 }
 
 function toolCallDeltas(calls: unknown[]): Delta[] {
@@ -135,8 +149,8 @@ function chunkDeltas(chunk: unknown): Delta[] {
   // Usage rides on the `choices: []` chunk; without include_usage, timings ride
   // on the finish chunk. Per-token timings elsewhere are progress, not totals.
   if (chunk.choices.length === 0 || finish !== null) {
-    const used = usedTokens(chunk);
-    if (used !== null) deltas.push({ kind: "usage", used });
+    const usage = usageDelta(chunk);
+    if (usage !== null) deltas.push(usage);
   }
   return deltas;
 }

@@ -63,6 +63,9 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE turns ADD COLUMN at INTEGER;
    ALTER TABLE conversations ADD COLUMN legacy_at INTEGER;
    UPDATE conversations SET legacy_at = updated;`,
+  // Each turn's size in the model's tokens, measured when it was saved; NULL
+  // for turns saved before, which the reply loop estimates instead.
+  `ALTER TABLE turns ADD COLUMN tokens INTEGER;`,
 ];
 
 /** The schema version this code writes. */
@@ -109,8 +112,8 @@ export function prepareStatements(db: DatabaseSync): Statements {
       "SELECT coalesce(max(seq), 0) + 1 AS seq FROM turns WHERE conv = ?",
     ),
     insertTurn: db.prepare(
-      `INSERT INTO turns(conv, seq, user, reply, tools, messages, at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages, at, tokens)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     lastTurn: db.prepare(
       `SELECT id, seq, user FROM turns WHERE conv = ?
@@ -118,7 +121,8 @@ export function prepareStatements(db: DatabaseSync): Statements {
     ),
     // The row keeps its id and seq; the update trigger re-indexes its text.
     replaceTurn: db.prepare(
-      `UPDATE turns SET user = ?, reply = ?, tools = ?, messages = ?, at = ?
+      `UPDATE turns SET user = ?, reply = ?, tools = ?, messages = ?, at = ?,
+                        tokens = ?
        WHERE id = ?`,
     ),
     rename: db.prepare(
@@ -137,7 +141,7 @@ export function prepareStatements(db: DatabaseSync): Statements {
        ORDER BY updated DESC, id DESC LIMIT ?`,
     ),
     turnsOf: db.prepare(
-      `SELECT id, user, reply, tools, messages FROM turns
+      `SELECT id, user, reply, tools, messages, tokens FROM turns
        WHERE conv = ? ORDER BY seq, id`,
     ),
     exists: db.prepare(

@@ -51,6 +51,8 @@ export interface StoredTurn {
   reply: string;
   tools: string[];
   messages: ChatMessage[];
+  /** The turn's size in the model's tokens as measured from llama-server; null when unknown. */
+  tokens?: number | null;
 }
 
 /** One row of the conversation list; `updated` is in Unix seconds. */
@@ -79,6 +81,8 @@ export interface OpenedConversation {
   id: number;
   turns: TurnView[];
   messages: ChatMessage[][];
+  /** Each turn's measured size in tokens; null for turns saved before sizes were kept. */
+  tokens: (number | null)[];
 }
 
 /** Injected dependencies and tuning of a store. */
@@ -192,6 +196,7 @@ export class Store implements Disposable {
         JSON.stringify(turn.tools),
         JSON.stringify(turn.messages),
         now,
+        turn.tokens ?? null,
       );
       this.#db.exec("COMMIT");
     } catch (error) {
@@ -225,6 +230,7 @@ export class Store implements Disposable {
         JSON.stringify(turn.tools),
         JSON.stringify(turn.messages),
         now,
+        turn.tokens ?? null,
         Number(last.id),
       );
       const old = String(this.#sql.record.get(conversation)?.title ?? "");
@@ -291,6 +297,7 @@ export class Store implements Disposable {
     const rows = this.#sql.turnsOf.all(id);
     const turns: TurnView[] = [];
     const messages: ChatMessage[][] = [];
+    const tokens: (number | null)[] = [];
     for (const row of rows) {
       const user = String(row.user ?? "");
       const reply = String(row.reply ?? "");
@@ -298,8 +305,11 @@ export class Store implements Disposable {
       messages.push(
         parseMessages(row.messages, Number(row.id), user, reply),
       );
+      tokens.push(
+        typeof row.tokens === "number" && row.tokens >= 0 ? row.tokens : null,
+      );
     }
-    return { id, turns, messages };
+    return { id, turns, messages, tokens };
   }
 
   /** Whether a conversation with this id exists. */

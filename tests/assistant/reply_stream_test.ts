@@ -4,6 +4,7 @@ import type { ChatMessage, ToolCall } from "../../src/llm/chat_types.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import { type ModelSource, runReply } from "../../src/assistant/reply.ts";
 import type { Event, PendingView } from "../../src/protocol.ts";
+import { TokenLedger } from "../../src/assistant/token_ledger.ts";
 import { TURN_CONFIG } from "../support/turn_config.ts";
 
 /** A model source that answers each request with the next list of deltas and records the bodies. */
@@ -72,6 +73,8 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
     signal: new AbortController().signal,
     now: new Date(0),
     history: [],
+    counts: [],
+    ledger: new TokenLedger(),
     pending,
     stale: () => false,
     emit: (event) => events.push(event),

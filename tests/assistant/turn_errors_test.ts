@@ -25,16 +25,25 @@ function freePort(): number {
 
 const CASES: { name: string; script: Script; message: RegExp }[] = [
   {
-    name: "an HTTP 400 with llama-server's error body",
+    // The first question of a conversation: no history to leave out.
+    name: "an HTTP 400 for a request longer than the context",
     script: httpError(400, {
       message:
-        "the request exceeds the available context size, try increasing it",
+        "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it",
       type: "exceed_context_size_error",
       n_prompt_tokens: 5000,
       n_ctx: 4096,
     }),
     message:
-      /^llama-server answered 400: the request exceeds the available context size/,
+      /^the question is too long for the model's context \(5000 tokens, the context holds 4096\)$/,
+  },
+  {
+    name: "an HTTP 400 with llama-server's error body",
+    script: httpError(400, {
+      message: "invalid 'tool_choice'",
+      type: "invalid_request_error",
+    }),
+    message: /^llama-server answered 400: invalid 'tool_choice'$/,
   },
   {
     name: "an HTTP 503 while the model loads",

@@ -16,6 +16,7 @@ import { BACKEND_SIZES, backendBenchmarks } from "./backend_bench.ts";
 import { HISTORY_SIZES, historyBenchmarks } from "./history_bench.ts";
 import { catalogBenchmarks } from "./catalog_bench.ts";
 import { CHAT_SIZES, chatBenchmarks } from "./chat_bench.ts";
+import { CONTEXT_SIZES, contextBenchmarks } from "./context_bench.ts";
 import { contentionBenchmarks } from "./contention_bench.ts";
 import { PROCESS_SIZES, processBenchmarks } from "./process_bench.ts";
 import { FOOTPRINT_SIZES, footprintBenchmarks } from "./footprint_bench.ts";
@@ -43,6 +44,7 @@ export const GROUPS = [
   "backend",
   "chat",
   "web",
+  "context",
 ] as const;
 
 /** One group's name. */
@@ -196,6 +198,8 @@ export async function runBench(
         return await chatBenchmarks(CHAT_SIZES[mode], options.smoke);
       case "web":
         return await webBenchmarks(WEB_SIZES[mode], options.smoke);
+      case "context":
+        return await contextBenchmarks(CONTEXT_SIZES[mode], options.smoke);
     }
   };
   try {

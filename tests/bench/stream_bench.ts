@@ -172,7 +172,10 @@ export async function streamBenchmarks(
   sizes: StreamSizes,
   smoke: boolean,
 ): Promise<GroupResult> {
-  await using llm = await FakeLlm.start();
+  // A context that holds the 20,000-token replies and the history they make.
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", nCtx: 1 << 20 }],
+  });
   await using daemon = await Daemon.start({ llmUrl: llm.url });
   const rows: Row[] = [];
 

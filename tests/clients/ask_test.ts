@@ -117,6 +117,25 @@ Deno.test("ask exits 1 with the daemon's message when the model fails", async ()
   assert.match(result.stderr, /the GPU caught fire/);
 });
 
+Deno.test("a reply cut short is printed as far as it goes, with a note on stderr, and exits 0", async () => {
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", nCtx: 512 }],
+  });
+  llm.enqueue(reply({ content: Array(1000).fill(" more") }));
+  await using daemon = await startDaemon(llm.url);
+  const result = await runClient(
+    clientArgs(daemon.paths.socketPath, ["ask", "Say it all"]),
+    clientEnv(daemon.paths.runtimeDir),
+  );
+  assert.equal(result.code, 0);
+  const room = 512 - llm.chats[0]!.promptTokens!;
+  assert.equal(result.stdout, " more".repeat(room) + "\n");
+  assert.equal(
+    result.stderr,
+    "The reply was cut short: the model's context is full.\n",
+  );
+});
+
 /** Model and server text that would drive a terminal: a title change, a screen clear, a C1 CSI. */
 const HOSTILE = ["Hi\x1b]0;pwned\x07", " there\x1b[2J", "\r\n", "end\u009b"];
 

@@ -65,6 +65,67 @@ Deno.test("a stopped reply is marked and its line ended", () => {
   assert.equal(out, "> Go\nPar\n[stopped]\n\n");
 });
 
+Deno.test("a reply cut short says why; the meter shows once the conversation no longer fits whole", () => {
+  const out = render([
+    { type: "user", text: "Go on" },
+    { type: "token", delta: "And then" },
+    {
+      type: "done",
+      id: 3,
+      stopped: false,
+      truncated: true,
+      truncated_by: "context",
+    },
+    { type: "ctx", used: 3900, max: 4096, sent: 6, total: 14 },
+    { type: "user", text: "Briefly" },
+    { type: "token", delta: "So" },
+    {
+      type: "done",
+      id: 3,
+      stopped: false,
+      truncated: true,
+      truncated_by: "max_tokens",
+    },
+    // Everything sent: no meter.
+    { type: "ctx", used: 900, max: 4096, sent: 2, total: 2 },
+  ]);
+  assert.equal(
+    out,
+    "> Go on\nAnd then\n[cut short: the context is full]\n\n" +
+      "context 3,900/4,096 · 6 of 14 turns\n" +
+      "> Briefly\nSo\n[cut short: the reply reached max_tokens]\n\n",
+  );
+});
+
+Deno.test("hello shows the meter when the last request left turns out", () => {
+  const renderer = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  });
+  const out = renderer.hello({
+    type: "hello",
+    state: "idle",
+    model: null,
+    ctx_used: 2000,
+    ctx_max: 2048,
+    ctx_sent: 1,
+    ctx_total: 2,
+    id: 2,
+    turns: [
+      { user: "A", reply: "a", tools: [] },
+      { user: "B", reply: "b", tools: [] },
+    ],
+    pending: null,
+  });
+  assert.equal(
+    out,
+    "desktop-assistant · /help for commands\n" +
+      "── conversation #2 · 2 turns ──\n> A\na\n\n> B\nb\n\n" +
+      "context 2,000/2,048 · 1 of 2 turns\n",
+  );
+});
+
 Deno.test("hello shows the conversation and the reply in flight", () => {
   const renderer = new Renderer({
     colors: false,
@@ -78,6 +139,8 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
     model: "/srv/models/tiny.gguf",
     ctx_used: null,
     ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
     id: 7,
     turns: [{ user: "Hi", reply: "Hello.", tools: [] }],
     pending: {
@@ -113,6 +176,8 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
     model: null,
     ctx_used: null,
     ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
     id: null,
     turns: [],
     pending: { id: 3, user: "Elsewhere?", reply: "Par", think: "", tools: [] },
@@ -201,6 +266,8 @@ Deno.test("a private conversation says so in its header, on connect and on switc
     model: null,
     ctx_used: null,
     ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
     id: null,
     turns: [{ user: "Secret?", reply: "Kept in memory.", tools: [] }],
     pending: null,
@@ -241,6 +308,8 @@ Deno.test("the header line says the backend state; a change shows as a line of i
       model: null,
       ctx_used: null,
       ctx_max: null,
+      ctx_sent: null,
+      ctx_total: null,
       backend,
       id: null,
       turns: [],

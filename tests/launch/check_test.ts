@@ -86,11 +86,30 @@ Deno.test("check against the fake llama-server: every line ok, exit 0, and no da
     "ok   permissions: this process has every grant the config needs",
     "ok   tools: none loaded from no dirs",
     `ok   backend: up at ${llm.url}`,
-    "ok   model: /srv/models/tiny.gguf (single model), context 4096 tokens",
+    "ok   model: /srv/models/tiny.gguf (single model), context 4096 tokens, 1024 kept for the reply (reply_reserve)",
     `ok   history: no database yet at ${home.dbPath}: the daemon creates it at its first start`,
   ]);
   assert.equal(await exists(home.dbPath), false);
   assert.ok(llm.requests.some((r) => r.path === "/health"));
+});
+
+Deno.test("check prints the reply's reserve as the budget takes it: max_tokens, at most half the context", async () => {
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", nCtx: 8192 }],
+  });
+  await using home = await makeHome(
+    `llm_url = ${
+      JSON.stringify(llm.url)
+    }\ntools_dirs = []\n[request]\nmax_tokens = 6000\n`,
+  );
+  const result = await check(home);
+  assert.equal(result.code, 0, result.lines.join("\n") + result.stderr);
+  assert.ok(
+    result.lines.includes(
+      "ok   model: /srv/models/tiny.gguf (single model), context 8192 tokens, 4096 kept for the reply (max_tokens in [request], capped at half the context)",
+    ),
+    result.lines.join("\n"),
+  );
 });
 
 Deno.test("check with nothing listening at llm_url: a fail line naming the URL, exit 1", async () => {

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { AssistantError } from "../../src/errors.ts";
 import { chatBody, LlmClient, type ModelChoice } from "../../src/llm/client.ts";
+import { contextOverflow } from "../../src/llm/http_error.ts";
 import { log } from "../../src/log.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import {
+  countTokens,
   cut,
   FakeLlm,
   fixture,
@@ -121,7 +123,11 @@ capture(
       content:
         "Brigham app Cursedicator ethicIll horrible devised discreetmess",
       calls: [],
-      rest: [{ kind: "finish", reason: "length" }, { kind: "usage", used: 27 }],
+      rest: [{ kind: "finish", reason: "length" }, {
+        kind: "usage",
+        used: 27,
+        prompt: 13,
+      }],
     });
   },
 );
@@ -163,6 +169,7 @@ capture(
       rest: [{ kind: "finish", reason: "tool_calls" }, {
         kind: "usage",
         used: 393,
+        prompt: 321,
       }],
     });
   },
@@ -187,7 +194,7 @@ capture("captured parallel tool calls keep their indexes", async () => {
   ]);
   assert.deepEqual(summary(deltas).rest, [
     { kind: "finish", reason: "length" },
-    { kind: "usage", used: 431 },
+    { kind: "usage", used: 431, prompt: 321 },
   ]);
 });
 
@@ -215,7 +222,7 @@ capture("captured usage without include_usage comes from timings", async () => {
   );
   assert.equal(error, null);
   assert.equal(summary(deltas).content, "ick scoredzsche Polo");
-  assert.deepEqual(deltas.at(-1), { kind: "usage", used: 19 });
+  assert.deepEqual(deltas.at(-1), { kind: "usage", used: 19, prompt: 15 });
 });
 
 capture("captured prompt progress chunks add nothing", async () => {
@@ -227,7 +234,11 @@ capture("captured prompt progress chunks add nothing", async () => {
     think: "",
     content: "ick scored",
     calls: [],
-    rest: [{ kind: "finish", reason: "length" }, { kind: "usage", used: 415 }],
+    rest: [{ kind: "finish", reason: "length" }, {
+      kind: "usage",
+      used: 415,
+      prompt: 413,
+    }],
   });
 });
 
@@ -256,8 +267,49 @@ capture(
       error.message,
       "llama-server answered 400: request (5011 tokens) exceeds the available context size (4096 tokens), try increasing it",
     );
+    // The one refusal a reply recovers from carries both sizes.
+    const overflow = contextOverflow(error);
+    assert.ok(overflow);
+    assert.equal(overflow.promptTokens, 5011);
+    assert.equal(overflow.nCtx, 4096);
   },
 );
+
+Deno.test("other HTTP errors are no context overflow", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(httpError(400, { message: "invalid 'tool_choice'" }));
+  const error = await rejection(
+    client(llm).chat(SINGLE, body(), new AbortController().signal),
+  );
+  assert.ok(error instanceof AssistantError);
+  assert.equal(contextOverflow(error), null);
+});
+
+Deno.test("tokenize counts through POST /tokenize; a router is asked with the model named and autoload off", async () => {
+  await using llm = await FakeLlm.start();
+  const signal = new AbortController().signal;
+  assert.equal(
+    await client(llm).tokenize(SINGLE, "Hello world, città", signal),
+    countTokens("Hello world, città"),
+  );
+  const request = llm.requests.at(-1)!;
+  assert.equal(request.path, "/tokenize");
+  assert.deepEqual(request.body, {
+    model: SINGLE.id,
+    content: "Hello world, città",
+  });
+
+  await using router = await FakeLlm.start({ mode: "router" });
+  const loaded: ModelChoice = { id: "tiny-a", router: true, nCtx: 4096 };
+  assert.ok(await client(router).tokenize(loaded, "Hi", signal) > 0);
+  assert.equal(router.requests.at(-1)!.path, "/tokenize?autoload=false");
+  const unloaded: ModelChoice = { id: "tiny-b", router: true, nCtx: null };
+  const error = await rejection(
+    client(router).tokenize(unloaded, "Hi", signal),
+  );
+  assert.ok(error instanceof AssistantError);
+  assert.deepEqual(router.autoloads, []);
+});
 
 Deno.test("a scripted reply is read with usage from the final chunk", async () => {
   await using llm = await FakeLlm.start();
@@ -274,7 +326,11 @@ Deno.test("a scripted reply is read with usage from the final chunk", async () =
     think: "Hmm.",
     content: "It is noon.",
     calls: [],
-    rest: [{ kind: "finish", reason: "stop" }, { kind: "usage", used: 105 }],
+    rest: [{ kind: "finish", reason: "stop" }, {
+      kind: "usage",
+      used: 105,
+      prompt: 100,
+    }],
   });
   const request = await llm.nextChat();
   assert.equal(request.path, "/v1/chat/completions");

@@ -201,7 +201,7 @@ Deno.test("chat deltas: timings give usage on the finish chunk only", async () =
   assert.deepEqual(out, [
     content("a"),
     { kind: "finish", reason: "stop" },
-    { kind: "usage", used: 17 },
+    { kind: "usage", used: 17, prompt: 15 },
   ]);
 });
 
@@ -373,7 +373,7 @@ Deno.test({
         "Brigham app Cursedicator ethicIll horrible devised discreetmess",
       ),
       { kind: "finish", reason: "length" },
-      { kind: "usage", used: 27 },
+      { kind: "usage", used: 27, prompt: 13 },
     ]);
   },
 });

@@ -170,11 +170,19 @@ class ResettingLlm implements AsyncDisposable {
 
   /**
    * Whether the kernel counted a close that had to send RST for unread data
-   * since the armed connection closed. Asked once the daemon has reacted:
-   * the socket's close, and so the count, can land after `close()` returns.
+   * since the armed connection closed. The socket's close, and so the count,
+   * can land after `close()` returns and even after the daemon has reacted,
+   * and the kernel offers no event for it: the count is read again for up to
+   * two seconds.
    */
-  get reset(): boolean {
-    return this.#abortsBefore !== null && abortsOnClose() > this.#abortsBefore;
+  async reset(): Promise<boolean> {
+    const deadline = performance.now() + 2000;
+    for (;;) {
+      const counted = this.#abortsBefore !== null &&
+        abortsOnClose() > this.#abortsBefore;
+      if (counted || performance.now() > deadline) return counted;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 
   constructor() {
@@ -227,7 +235,8 @@ class ResettingLlm implements AsyncDisposable {
       got += n;
     }
     const armed = this.#armed;
-    if (decoder.decode(head).startsWith("POST") && armed) {
+    // "POST /v1" is the chat; a POST /tokenize gets the 404 below.
+    if (decoder.decode(head) === "POST /v1" && armed) {
       this.#armed = null;
       await write(conn, sseHead + events(["par", "tial "], false));
       await armed.promise;
@@ -237,7 +246,7 @@ class ResettingLlm implements AsyncDisposable {
     }
     const request = await readRest(conn, head);
     const path = request.split(" ")[1] ?? "";
-    if (request.startsWith("POST")) {
+    if (request.startsWith("POST /v1/chat/completions")) {
       await write(conn, sseHead + events(["Fine ", "now."], true));
     } else if (path.startsWith("/v1/models") || path.startsWith("/props")) {
       const name = path.startsWith("/props") ? "get_props" : "get_v1_models";
@@ -280,6 +289,8 @@ function events(texts: string[], complete: boolean): string {
     includeUsage: true,
     id: "chatcmpl-reset",
     created: 0,
+    promptTokens: 15,
+    room: 4081,
   };
   let out = chunked(chunk(context, { role: "assistant", content: null }));
   for (const text of texts) out += chunked(chunk(context, { content: text }));
@@ -337,7 +348,7 @@ Deno.test("a TCP reset mid-stream ends the reply with an error; the next ask wor
     },
     { type: "state", state: "idle" },
   ]);
-  assert.ok(llm.reset, "the kernel sent a reset");
+  assert.ok(await llm.reset(), "the kernel sent a reset");
   // The cause in the log is a broken read (named by class only, since a
   // cause's message may quote the stream), not an orderly end of the body.
   assert.match(

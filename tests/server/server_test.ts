@@ -35,6 +35,8 @@ class ScriptedBrain implements Brain {
       model: null,
       ctx_used: null,
       ctx_max: null,
+      ctx_sent: null,
+      ctx_total: null,
       id: null,
       turns: this.asked.map((user) => ({ user, reply: "", tools: [] })),
       pending: null,

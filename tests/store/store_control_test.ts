@@ -132,11 +132,13 @@ Deno.test("turns saved before turns had a time take their conversation's updated
       id = store.saveTurn(null, turn("old one", "Old."));
       store.saveTurn(id, turn("old two", "Older."));
     }
-    // Back to the version before turn times.
+    // Back to the version before turn times (and the token counts that
+    // came after them).
     const raw = new DatabaseSync(path);
     raw.exec(`ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
-              PRAGMA user_version = ${SCHEMA_VERSION - 1};`);
+              ALTER TABLE turns DROP COLUMN tokens;
+              PRAGMA user_version = ${SCHEMA_VERSION - 2};`);
     raw.close();
     using store = new Store(path, { now: clock(1_900_000_000) });
     store.saveTurn(id, turn("new three", "New."));

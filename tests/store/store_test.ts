@@ -779,12 +779,13 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
       id = store.saveTurn(null, turn("an old question", "An old reply."));
     }
     // Back to version 2: no deleted_conversations, FTS5's default automerge,
-    // no turn times.
+    // no turn times, no token counts.
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE deleted_conversations;
               INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 4);
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
+              ALTER TABLE turns DROP COLUMN tokens;
               PRAGMA user_version = 2;`);
     raw.close();
 
@@ -901,6 +902,41 @@ Deno.test("store: a file made at schema version 3 migrates to ids that never com
     settle(store);
     const after = store.saveTurn(null, turn("elderberry question", "e"));
     assert.ok(after > fresh, `id ${after} after deleting ${fresh}`);
+    assert.deepEqual(store.integrityCheck(), []);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: turns keep their token counts; turns saved before the counts open with none", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    let id: number;
+    {
+      using store = new Store(path, { now: clock() });
+      id = store.saveTurn(null, turn("an old question", "An old reply."));
+    }
+    // The file as the schema before the counts left it.
+    const raw = new DatabaseSync(path);
+    raw.exec(`ALTER TABLE turns DROP COLUMN tokens;
+              PRAGMA user_version = ${SCHEMA_VERSION - 1};`);
+    raw.close();
+
+    using store = new Store(path, { now: clock() });
+    store.saveTurn(id, { ...turn("a new question", "New."), tokens: 42 });
+    const opened = store.open(id);
+    assert.deepEqual(opened?.tokens, [null, 42]);
+    // A retry's turn brings its own size.
+    store.replaceLastTurn(id, {
+      ...turn("a new question", "Again."),
+      tokens: 7,
+    });
+    assert.deepEqual(store.open(id)?.tokens, [null, 7]);
+    assert.deepEqual(opened?.turns.map((t) => t.user), [
+      "an old question",
+      "a new question",
+    ]);
     assert.deepEqual(store.integrityCheck(), []);
   } finally {
     Deno.removeSync(dir, { recursive: true });

@@ -2,11 +2,15 @@
  * A fake llama-server on a loopback port, for every test that needs a model.
  *
  * It answers `/health`, `/v1/models`, `/models` and `/props` like a
- * single-model server or a router (captures in the shared fixtures), and
+ * single-model server or a router (captures in the shared fixtures),
+ * `/tokenize` and `/apply-template` with a small tokenizer of its own, and
  * plays one scripted chat reply per request, in order, in the real chunk
  * format: headers only with the first chunk, one token per chunk, usage
- * after the finish chunk, `[DONE]`. Each request is recorded with its body
- * and whether (and when) the client went away.
+ * after the finish chunk, `[DONE]`. Like llama-server it holds a context:
+ * a prompt longer than the model's `nCtx` gets the 400
+ * `exceed_context_size_error`, and a reply that reaches the context end (or
+ * `max_tokens`) finishes with `"length"`. Each request is recorded with its
+ * body, its prompt size and whether (and when) the client went away.
  */
 
 import {
@@ -19,6 +23,12 @@ import {
 } from "./fake_llm_scripts.ts";
 
 import {
+  applyTemplateAnswer,
+  contextErrorBody,
+  promptTokens as countPrompt,
+  tokenizeAnswer,
+} from "./fake_llm_context.ts";
+import {
   type FakeModel,
   modelList,
   propsAnswer,
@@ -28,6 +38,7 @@ import {
 
 export * from "./fake_llm_scripts.ts";
 export type { FakeModel, ModelStatus } from "./fake_llm_models.ts";
+export { countTokens, renderPrompt } from "./fake_llm_context.ts";
 
 /** One request as the fake saw it. */
 export interface RecordedRequest {
@@ -38,6 +49,8 @@ export interface RecordedRequest {
   text: string;
   /** The body parsed as JSON, or undefined. */
   body: unknown;
+  /** A chat request's prompt size in the fake's tokens; null for other requests. */
+  promptTokens: number | null;
   /** performance.now() on arrival. */
   at: number;
   /** performance.now() when the client went away before the answer ended. */
@@ -176,6 +189,7 @@ export class FakeLlm implements AsyncDisposable {
   #server: Deno.HttpServer<Deno.NetAddr>;
   #stopped: Promise<void> | null = null;
   #loading = false;
+  #promptScale = 1;
 
   private constructor(options: FakeLlmOptions) {
     this.mode = options.mode ?? "single";
@@ -269,6 +283,14 @@ export class FakeLlm implements AsyncDisposable {
     this.#queue.push(...scripts);
   }
 
+  /**
+   * Makes chat prompts count `factor` times the tokens `/tokenize` gives their
+   * messages: a server whose template adds more than a client can know.
+   */
+  scalePrompts(factor: number): void {
+    this.#promptScale = factor;
+  }
+
   /** Answers `pathname` with `handler` instead (null restores the built-in route). */
   override(pathname: string, handler: Handler | null): void {
     if (handler) this.#overrides.set(pathname, handler);
@@ -317,6 +339,7 @@ export class FakeLlm implements AsyncDisposable {
       url,
       text,
       body,
+      promptTokens: null,
       at: performance.now(),
       abortedAt: null,
       aborted: aborted.promise,
@@ -349,9 +372,9 @@ export class FakeLlm implements AsyncDisposable {
     }
     if (!isChat) {
       finish("completed");
-      return this.#get(url);
+      return request.method === "POST" ? this.#post(url, body) : this.#get(url);
     }
-    return this.#chat(request, url, body, finish);
+    return this.#chat(request, url, body, record, finish);
   }
 
   #json(value: unknown, status = 200): Response {
@@ -373,6 +396,20 @@ export class FakeLlm implements AsyncDisposable {
     }
   }
 
+  #post(url: URL, body: unknown): Response {
+    if (this.mode === "router") {
+      const model = (body as { model?: unknown } | undefined)?.model;
+      const resolved = resolveModel(this.#models, model, url, this.autoloads);
+      if ("body" in resolved) return this.#json(resolved.body, resolved.status);
+    }
+    const answer = url.pathname === "/tokenize"
+      ? tokenizeAnswer(body)
+      : url.pathname === "/apply-template"
+      ? applyTemplateAnswer(body)
+      : { status: 404, body: errorBody(404) };
+    return this.#json(answer.body, answer.status);
+  }
+
   #props(url: URL): Response {
     const answer = propsAnswer(this.mode, this.#models, url, this.autoloads);
     return this.#json(answer.body, answer.status);
@@ -382,6 +419,7 @@ export class FakeLlm implements AsyncDisposable {
     request: Request,
     url: URL,
     body: unknown,
+    record: RecordedRequest,
     finish: (how: "completed" | "aborted") => void,
   ): Promise<Response> {
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
@@ -390,6 +428,7 @@ export class FakeLlm implements AsyncDisposable {
     }
     const fields = body as Record<string, unknown>;
     let model = this.#models[0]?.id ?? SINGLE_ID;
+    let nCtx = this.#models[0]?.nCtx ?? 4096;
     if (this.mode === "router") {
       const resolved = resolveModel(
         this.#models,
@@ -403,7 +442,20 @@ export class FakeLlm implements AsyncDisposable {
       }
       resolved.status = "loaded";
       model = resolved.id;
+      nCtx = resolved.nCtx ?? 4096;
     }
+    const promptTokens = Math.ceil(
+      countPrompt(fields) * this.#promptScale,
+    );
+    record.promptTokens = promptTokens;
+    if (promptTokens > nCtx) {
+      finish("completed");
+      return this.#json(contextErrorBody(promptTokens, nCtx), 400);
+    }
+    const maxTokens = typeof fields.max_tokens === "number" &&
+        fields.max_tokens > 0
+      ? fields.max_tokens
+      : Infinity;
     const script = this.#queue.shift() ?? this.#defaultScript;
     if ("body" in script) {
       finish("completed");
@@ -420,6 +472,8 @@ export class FakeLlm implements AsyncDisposable {
         (options as Record<string, unknown>).include_usage === true,
       id: `chatcmpl-${randomId()}`,
       created: Math.floor(Date.now() / 1000),
+      promptTokens,
+      room: Math.min(nCtx - promptTokens, maxTokens),
     };
     const gone = new AbortController();
     const signal = AbortSignal.any([gone.signal, this.#closing.signal]);

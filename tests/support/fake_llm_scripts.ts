@@ -16,6 +16,10 @@ export interface ChatContext {
   id: string;
   /** Unix seconds shared by all chunks. */
   created: number;
+  /** The prompt's size in the fake's tokens. */
+  promptTokens: number;
+  /** Tokens the reply may have before it finishes with "length": the context left, or `max_tokens`. */
+  room: number;
 }
 
 /** One step of a streamed answer. */
@@ -88,52 +92,63 @@ function splitArguments(text: string): string[] {
   return pieces;
 }
 
-/** A streamed reply in the real chunk format: role chunk, tokens, finish, usage, [DONE]. */
+/** The deltas of a reply, one token each, in order: reasoning, content, tool call pieces. */
+function* replyDeltas(
+  options: ReplyOptions,
+): Generator<Record<string, unknown>> {
+  let first = true;
+  for (const text of options.think ?? []) {
+    if (!options.thinkInContent) {
+      yield { reasoning_content: text };
+      continue;
+    }
+    yield { content: first ? `<think>\n${text}` : text };
+    first = false;
+  }
+  if (options.thinkInContent && !first) yield { content: "</think>" };
+  for (const text of options.content ?? []) yield { content: text };
+  for (const [index, call] of (options.toolCalls ?? []).entries()) {
+    const pieces = Array.isArray(call.arguments)
+      ? call.arguments
+      : splitArguments(call.arguments);
+    yield {
+      tool_calls: [{
+        index,
+        id: call.id ?? randomId(),
+        type: "function",
+        function: { name: call.name, arguments: pieces[0] ?? "" },
+      }],
+    };
+    for (const piece of pieces.slice(1)) {
+      yield { tool_calls: [{ index, function: { arguments: piece } }] };
+    }
+  }
+}
+
+/**
+ * A streamed reply in the real chunk format: role chunk, tokens, finish,
+ * usage, [DONE]. Like llama-server it stops with "length" once the context
+ * (or `max_tokens`) has no room for another token.
+ */
 export function reply(options: ReplyOptions = {}): Script {
   return {
     *steps(context) {
       const pace = options.tokenDelayMs ?? 0;
       let tokens = 0;
-      function* token(delta: Record<string, unknown>): Generator<Step> {
+      let full = false;
+      yield { send: chunk(context, { role: "assistant", content: null }) };
+      for (const delta of replyDeltas(options)) {
+        if (tokens >= context.room) {
+          full = true;
+          break;
+        }
         if (pace > 0) yield { delayMs: pace };
         yield { send: chunk(context, delta) };
         tokens++;
       }
-      yield { send: chunk(context, { role: "assistant", content: null }) };
-      let first = true;
-      for (const text of options.think ?? []) {
-        if (!options.thinkInContent) {
-          yield* token({ reasoning_content: text });
-          continue;
-        }
-        yield* token({ content: first ? `<think>\n${text}` : text });
-        first = false;
-      }
-      if (options.thinkInContent && !first) {
-        yield* token({ content: "</think>" });
-      }
-      for (const text of options.content ?? []) yield* token({ content: text });
-      for (const [index, call] of (options.toolCalls ?? []).entries()) {
-        const pieces = Array.isArray(call.arguments)
-          ? call.arguments
-          : splitArguments(call.arguments);
-        yield* token({
-          tool_calls: [{
-            index,
-            id: call.id ?? randomId(),
-            type: "function",
-            function: { name: call.name, arguments: pieces[0] ?? "" },
-          }],
-        });
-        for (const piece of pieces.slice(1)) {
-          yield* token({
-            tool_calls: [{ index, function: { arguments: piece } }],
-          });
-        }
-      }
-      const reason = options.finishReason ??
+      const reason = full ? "length" : options.finishReason ??
         (options.toolCalls?.length ? "tool_calls" : "stop");
-      const prompt = options.usage?.prompt ?? 15;
+      const prompt = options.usage?.prompt ?? context.promptTokens;
       const cached = Math.min(options.usage?.cached ?? 0, prompt);
       const promptMs = 2.5;
       const predictedMs = Math.max(tokens, 1) * 1.2;

@@ -6,6 +6,7 @@ export const TURN_CONFIG: TurnConfig = Object.freeze({
   thinking: true,
   system_prompt: "Be helpful.",
   history_turns: 10,
+  reply_reserve: 1024,
   max_tool_rounds: 8,
   tool_timeout: 30,
   tool_output_limit: 16384,

@@ -1,0 +1,452 @@
+/**
+ * The context budget of one reply: every request fits the model's context
+ * less a reserve for the reply. The history sent is the newest turns that
+ * fit; a tool round that would not fit leaves out more history, then cuts
+ * the largest of this turn's results; and a request llama-server still
+ * refuses for its length is sent again at once with less, at most twice.
+ */
+import type { ChatMessage } from "../llm/chat_types.ts";
+import type { Config } from "../launch/config.ts";
+import type { Truncation } from "../protocol.ts";
+import { AssistantError } from "../errors.ts";
+import { contextOverflow } from "../llm/http_error.ts";
+import { log } from "../log.ts";
+import { replayable } from "./prompt.ts";
+import {
+  cutLargest,
+  cuttable,
+  type Result,
+  resultText,
+  resultTokens,
+} from "./result_cut.ts";
+import {
+  MESSAGE_OVERHEAD,
+  overheadOf,
+  shapeOf,
+  type Tokenize,
+  type TokenLedger,
+  utf8Bytes,
+} from "./token_ledger.ts";
+
+/** Times a request refused for its length is sent again. */
+export const MAX_RESENDS = 2;
+
+/** The reserve the config asks for, before the cap: `max_tokens` of `[request]` when set, else `reply_reserve`. */
+export function wantedReserve(
+  config: Pick<Config, "reply_reserve" | "request">,
+): { tokens: number; from: "max_tokens" | "reply_reserve" } {
+  const max = config.request.max_tokens;
+  return typeof max === "number" && Number.isSafeInteger(max) && max > 0
+    ? { tokens: max, from: "max_tokens" }
+    : { tokens: config.reply_reserve, from: "reply_reserve" };
+}
+
+/** The tokens kept free for the reply: the wanted reserve, at most half the context. */
+export function replyReserve(
+  nCtx: number,
+  config: Pick<Config, "reply_reserve" | "request">,
+): number {
+  return Math.min(wantedReserve(config).tokens, Math.floor(nCtx / 2));
+}
+
+/** How many of the newest turns (costs oldest first) fit in `room`, at most `limit`: stops at the first that does not. */
+export function newestThatFit(
+  count: number,
+  cost: (index: number) => number,
+  room: number,
+  limit: number,
+): number {
+  let used = 0;
+  let taken = 0;
+  for (let i = count - 1; i >= 0 && taken < limit; i--) {
+    used += cost(i);
+    if (used > room) break;
+    taken++;
+  }
+  return taken;
+}
+
+/** What a reply's plan is made from. */
+export interface PlanOptions {
+  ledger: TokenLedger;
+  model: string;
+  /** The context size, when known. */
+  nCtx: number | null;
+  config: Pick<Config, "reply_reserve" | "request" | "history_turns">;
+  system: ChatMessage & { role: "system" };
+  /** The tool schemas sent with every request. */
+  schemas: unknown[];
+  question: ChatMessage & { role: "user" };
+  /** The conversation's earlier turns, oldest first, with their measured sizes (null: unknown). */
+  history: readonly (readonly ChatMessage[])[];
+  counts: readonly (number | null)[];
+  /** Counts through llama-server; absent where the server cannot. */
+  tokenize: Tokenize | undefined;
+  /** The reply's signal: counting stops with it. */
+  signal: AbortSignal;
+}
+
+interface Added {
+  message: ChatMessage;
+  /** Tokens, once measured; a tool result's are its `result`'s. */
+  tokens: number | null;
+  result?: Result;
+}
+
+/** The request of one reply as it grows round by round, and what it costs. */
+export class ContextPlan {
+  readonly #o: PlanOptions;
+  /** Bytes of the system prompt and tool schemas, for the ledger. */
+  readonly #fixedBytes: number;
+  /**
+   * The fixed part's size and each turn's, taken once: estimates move as the
+   * ledger calibrates, and the correction from a reported size holds only
+   * for the terms it was measured against.
+   */
+  readonly #fixedTokens: number;
+  readonly #costs = new Map<number, number>();
+  #nCtx: number | null;
+  #start: number;
+  #sentCost = 0;
+  readonly #questionCost: number;
+  #added: Added[] = [];
+  /** Real prompt size less the estimate, from the last size llama-server reported. */
+  #correction = 0;
+  /** The first request's reported size and the history it carried: what the ledger learns from. */
+  #first: { prompt: number; sentCost: number } | null = null;
+
+  /** A plan, once the ledger knows the model's fixed part (the first time, through `tokenize`). */
+  static async create(options: PlanOptions): Promise<ContextPlan> {
+    await options.ledger.prime(
+      options.model,
+      fixedText(options.system, options.schemas),
+      options.schemas.length,
+      options.tokenize,
+      options.signal,
+    );
+    return new ContextPlan(options);
+  }
+
+  /** Chooses the history: the newest turns that fit, at most `history_turns`. */
+  constructor(options: PlanOptions) {
+    this.#o = options;
+    const { ledger, model, history } = options;
+    // A refusal's size is the one that held; /props may say more (a server
+    // whose slots share its context).
+    const refused = ledger.contextSize(model);
+    this.#nCtx = options.nCtx === null
+      ? refused
+      : Math.min(options.nCtx, refused ?? Infinity);
+    this.#fixedBytes = utf8Bytes(fixedText(options.system, options.schemas));
+    this.#fixedTokens = ledger.fixed(
+      model,
+      this.#fixedBytes,
+      options.schemas.length,
+    );
+    this.#questionCost = ledger.estimate(
+      model,
+      utf8Bytes(options.question.content),
+    );
+    const room = (this.budget ?? Infinity) - this.#fixedTokens -
+      this.#questionCost;
+    const sent = newestThatFit(
+      history.length,
+      (i) => this.#cost(i),
+      room,
+      options.config.history_turns,
+    );
+    this.#start = history.length - sent;
+    for (let i = this.#start; i < history.length; i++) {
+      this.#sentCost += this.#cost(i);
+    }
+  }
+
+  /** Tokens a request may take: the context less the reply's reserve; null while the context size is unknown. */
+  get budget(): number | null {
+    if (this.#nCtx === null) return null;
+    return this.#nCtx - replyReserve(this.#nCtx, this.#o.config);
+  }
+
+  /** The context size, as known now. */
+  get nCtx(): number | null {
+    return this.#nCtx;
+  }
+
+  /** Earlier turns the request carries. */
+  get sent(): number {
+    return this.#o.history.length - this.#start;
+  }
+
+  /** Earlier turns the conversation has. */
+  get total(): number {
+    return this.#o.history.length;
+  }
+
+  /** The request's size as estimated (or as last reported, plus what came since). */
+  estimate(): number {
+    let added = 0;
+    for (const entry of this.#added) added += this.#addedCost(entry);
+    return this.#fixedTokens + this.#sentCost + this.#questionCost + added +
+      this.#correction;
+  }
+
+  /** The request's messages: system prompt, history sent, question, this turn's rounds. */
+  messages(): ChatMessage[] {
+    const out: ChatMessage[] = [this.#o.system];
+    for (let i = this.#start; i < this.#o.history.length; i++) {
+      // Turns saved before tool calls were made replayable may hold
+      // arguments llama-server cannot parse.
+      for (const message of this.#o.history[i]!) {
+        out.push(
+          message.role === "assistant" && message.tool_calls
+            ? { ...message, tool_calls: message.tool_calls.map(replayable) }
+            : message,
+        );
+      }
+    }
+    out.push(this.#o.question);
+    for (const entry of this.#added) out.push(entry.message);
+    return out;
+  }
+
+  /** Adds a message of this turn (an assistant message, a tool result); measured by `measure`. */
+  add(message: ChatMessage): void {
+    this.#added.push({ message, tokens: null });
+  }
+
+  /** Counts the messages added since the last call through llama-server; never rejects. */
+  async measure(): Promise<void> {
+    const { ledger, model, tokenize, signal } = this.#o;
+    await Promise.all(this.#added.map(async (entry) => {
+      if (entry.tokens !== null) return;
+      const { message } = entry;
+      if (message.role === "tool") {
+        const count = await ledger.count(
+          model,
+          message.content,
+          tokenize,
+          signal,
+          false,
+        );
+        entry.result = {
+          full: message.content,
+          tokens: count.tokens,
+          kept: count.tokens,
+        };
+        entry.tokens = count.tokens;
+      } else {
+        const count = await ledger.countMessages(
+          model,
+          [message],
+          tokenize,
+          signal,
+        );
+        entry.tokens = count.tokens;
+      }
+    }));
+  }
+
+  /**
+   * Takes what a request's reply ended with: estimates build on the prompt
+   * size it reported from now on. Returns why the reply was cut short, if it
+   * was: the context end fills the context exactly; short of it,
+   * `max_tokens` ran out.
+   */
+  reported(
+    finish: string | null,
+    usage: { used: number; prompt?: number } | null,
+  ): Truncation | null {
+    if (usage?.prompt !== undefined) {
+      this.#first ??= { prompt: usage.prompt, sentCost: this.#sentCost };
+      this.#correction += usage.prompt - this.estimate();
+    }
+    if (finish !== "length") return null;
+    const full = !usage || this.#nCtx === null || usage.used >= this.#nCtx;
+    return full || wantedReserve(this.#o.config).from !== "max_tokens"
+      ? "context"
+      : "max_tokens";
+  }
+
+  /**
+   * At the turn's end: its size as the history of later turns (null when it
+   * could not be measured), and what the first request teaches the ledger
+   * (the fixed part: its reported size less what was measured in it).
+   */
+  async conclude(turn: readonly ChatMessage[]): Promise<number | null> {
+    const { ledger, model, tokenize, signal } = this.#o;
+    // Both at once: the question alone, for what the first request's
+    // reported size teaches, and the whole turn.
+    const [asked, counted] = await Promise.all([
+      ledger.count(model, this.#o.question.content, tokenize, signal),
+      ledger.countMessages(model, turn, tokenize, signal),
+    ]);
+    if (this.#first && asked.measured) {
+      ledger.learnFixed(
+        model,
+        this.#fixedBytes,
+        this.#first.prompt - this.#first.sentCost - asked.tokens,
+      );
+    }
+    return counted.measured ? counted.tokens : null;
+  }
+
+  /**
+   * Before a follow-up request: when it would pass the budget, leaves out
+   * more history, oldest first, then cuts the largest of this turn's results.
+   */
+  fit(): void {
+    const budget = this.budget;
+    if (budget === null) return;
+    const over = this.estimate() - budget;
+    if (over <= 0) return;
+    const { dropped, cut } = this.#shed(over);
+    log.info("request fitted to the context", {
+      over,
+      left_out: dropped,
+      cut,
+      sent: this.sent,
+      total: this.total,
+    });
+  }
+
+  /**
+   * After llama-server refused a request of `promptTokens` for a context of
+   * `nCtx`: leaves out enough older turns (then cuts results) to cover the
+   * overshoot and the reserve. False when nothing was left to give.
+   */
+  relieve(promptTokens: number, nCtx: number): boolean {
+    if (this.#nCtx !== nCtx) {
+      this.#nCtx = nCtx;
+      this.#o.ledger.learnContextSize(this.#o.model, nCtx);
+    }
+    this.#correction += promptTokens - this.estimate();
+    const { dropped, cut } = this.#shed(promptTokens - (this.budget ?? nCtx));
+    return dropped > 0 || cut > 0;
+  }
+
+  /**
+   * Gives `over` tokens: older turns first, then this turn's largest results.
+   * When even results cut to nothing would not meet the budget (the system
+   * prompt, the tool schemas or the question take it), the results are cut
+   * only as far as the request must shrink to fit the context itself with a
+   * little room for the reply: a result is never lost for a reserve it
+   * cannot buy back.
+   */
+  #shed(over: number): { dropped: number; cut: number } {
+    const dropped = this.#leaveOut(over);
+    let rest = over - dropped;
+    if (rest <= 0) return { dropped, cut: 0 };
+    const results = this.#added.flatMap((entry) =>
+      entry.result ? [entry.result] : []
+    );
+    if (cuttable(results) < rest && this.#nCtx !== null) {
+      const reserve = replyReserve(this.#nCtx, this.#o.config);
+      rest -= reserve - Math.floor(reserve / 4);
+    }
+    return { dropped, cut: rest > 0 ? this.#cut(rest) : 0 };
+  }
+
+  /** The error for a request that cannot be made to fit: the question alone, or with this turn's results. */
+  tooLong(promptTokens: number, nCtx: number, cause: unknown): AssistantError {
+    const what = this.#added.some((entry) => entry.result)
+      ? "this turn's tool results do not fit"
+      : "the question is too long for";
+    return new AssistantError(
+      `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})`,
+      { cause },
+    );
+  }
+
+  #cost(index: number): number {
+    let cost = this.#costs.get(index);
+    if (cost === undefined) {
+      const { ledger, model, history, counts } = this.#o;
+      cost = ledger.turnCost(model, history[index]!, counts[index] ?? null);
+      this.#costs.set(index, cost);
+    }
+    return cost;
+  }
+
+  #addedCost(entry: Added): number {
+    if (entry.result) return resultTokens(entry.result) + MESSAGE_OVERHEAD;
+    if (entry.tokens !== null) return entry.tokens;
+    const shape = shapeOf([entry.message]);
+    return this.#o.ledger.estimate(this.#o.model, shape.bytes) +
+      overheadOf(shape);
+  }
+
+  /**
+   * Leaves out the oldest turns sent until `over` tokens are covered; returns
+   * the tokens that surely saves. A turn's cost errs high by the template
+   * taken around it, so only its text counts as saved.
+   */
+  #leaveOut(over: number): number {
+    let saved = 0;
+    while (saved < over && this.#start < this.#o.history.length) {
+      const cost = this.#cost(this.#start);
+      const slack = overheadOf(shapeOf(this.#o.history[this.#start]!));
+      this.#sentCost -= cost;
+      this.#correction += Math.min(slack, cost);
+      saved += Math.max(0, cost - slack);
+      this.#start++;
+    }
+    return saved;
+  }
+
+  /** Cuts this turn's largest results by `over` tokens; returns the tokens saved. */
+  #cut(over: number): number {
+    const entries = this.#added.filter((entry) => entry.result);
+    const results = entries.map((entry) => entry.result!);
+    const saved = cutLargest(results, over);
+    if (saved === 0) return 0;
+    for (const entry of entries) {
+      const result = entry.result!;
+      if (entry.message.role !== "tool") continue;
+      entry.message = { ...entry.message, content: resultText(result) };
+    }
+    log.info("tool results cut to fit the context", {
+      results: results.filter((r) => r.kept < r.tokens).length,
+      saved,
+    });
+    return saved;
+  }
+}
+
+/** The text of a request's fixed part: the system prompt and the tool schemas. */
+function fixedText(system: ChatMessage, schemas: unknown[]): string {
+  const text = system.content ?? "";
+  return schemas.length === 0 ? text : `${text}\n${JSON.stringify(schemas)}`;
+}
+
+/**
+ * Sends the plan's request; when llama-server refuses it for its length,
+ * leaves out more and sends again at once, at most `MAX_RESENDS` times.
+ * A request that cannot be made to fit gets the error naming both sizes.
+ */
+export async function sendWithin<T>(
+  plan: ContextPlan,
+  send: (messages: ChatMessage[]) => Promise<T>,
+): Promise<T> {
+  for (let resends = 0;; resends++) {
+    try {
+      return await send(plan.messages());
+    } catch (error) {
+      const overflow = contextOverflow(error);
+      if (overflow === null) throw error;
+      const { promptTokens, nCtx } = overflow;
+      const sent = plan.sent;
+      if (resends < MAX_RESENDS && plan.relieve(promptTokens, nCtx)) {
+        log.info("request over the context, sent again with less", {
+          prompt_tokens: promptTokens,
+          n_ctx: nCtx,
+          sent_before: sent,
+          sent: plan.sent,
+        });
+        continue;
+      }
+      throw resends < MAX_RESENDS || plan.sent === 0
+        ? plan.tooLong(promptTokens, nCtx, error)
+        : error;
+    }
+  }
+}
