@@ -6,7 +6,12 @@ import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
 import { AssistantError } from "../errors.ts";
 import { describeSafely, log } from "../log.ts";
 import type { ModelChoice } from "../llm/client.ts";
-import { type ModelSource, runReply, type TurnConfig } from "./reply.ts";
+import {
+  type ModelSource,
+  type ReplyResult,
+  runReply,
+  type TurnConfig,
+} from "./reply.ts";
 import {
   type BackendView,
   type Command,
@@ -439,7 +444,7 @@ export class Assistant implements Disposable {
         },
       });
       if (result === null || this.#stale(reply)) return;
-      const { messages, tools, tokens, truncated } = result;
+      const { messages, tools, truncated } = result;
       const conversation = reply.conversation;
       const first = conversation.id === null && conversation.turns.length === 0;
       const turn = {
@@ -447,10 +452,11 @@ export class Assistant implements Disposable {
         reply: reply.pending.reply,
         tools,
         messages,
-        tokens,
+        tokens: null,
       };
       const { id, title } = this.#save(conversation, turn, reply.replaces);
       this.#remember(conversation, id, turn, reply.replaces);
+      const row = id === null ? null : this.#options.store.lastTurnId(id);
       this.#reply = null;
       log.info("reply done", {
         conv: id,
@@ -458,7 +464,6 @@ export class Assistant implements Disposable {
         reply_bytes: reply.pending.reply.length,
         tools: tools.length,
         replaced: reply.replaces,
-        tokens,
         sent: result.sent,
         total: result.total,
         ...(truncated ? { truncated } : {}),
@@ -496,16 +501,25 @@ export class Assistant implements Disposable {
         });
       }
       this.#setState("idle");
-      if (
-        first && id !== null && reply.model && this.#options.config.auto_title
-      ) {
-        this.#titles.request(id, {
-          question: turn.user,
-          reply: turn.reply,
-          model: reply.model,
-        });
-      }
-      this.#titles.resume();
+      const titled = first && id !== null && reply.model &&
+          this.#options.config.auto_title
+        ? {
+          id,
+          source: {
+            question: turn.user,
+            reply: turn.reply,
+            model: reply.model,
+          },
+        }
+        : null;
+      // The turn's count goes first: a title request is the one that gives
+      // way, never a count the next reply's history uses.
+      this.#track(
+        this.#count(result, conversation, messages, row).finally(() => {
+          if (titled) this.#titles.request(titled.id, titled.source);
+          this.#titles.resume();
+        }),
+      );
     } catch (error) {
       if (this.#stale(reply)) return;
       this.#reply = null;
@@ -586,6 +600,43 @@ export class Assistant implements Disposable {
       signal: this.#shutdown.signal,
       timeoutHelper: this.#options.toolKillHelper ?? null,
     });
+  }
+
+  /**
+   * Measures a saved turn's size after its `done` and records it: in the
+   * history file, and in the conversation in memory (where a later retry may
+   * have replaced the turn meanwhile: then nothing changes).
+   */
+  async #count(
+    result: ReplyResult,
+    conversation: Conversation,
+    messages: ChatMessage[],
+    row: number | null,
+  ): Promise<void> {
+    let tokens: number | null;
+    try {
+      tokens = await result.count();
+    } catch (error) {
+      // The turn is saved; without its size the history estimates it.
+      log.debug("turn count failed", { error: errorName(error) });
+      return;
+    }
+    if (tokens === null) return;
+    const targets = [conversation, this.#current];
+    for (const target of new Set(targets)) {
+      const index = target.messages.lastIndexOf(messages);
+      if (index !== -1) target.tokens[index] = tokens;
+    }
+    if (row !== null && this.#options.store.setTurnTokens(row, tokens)) {
+      log.debug("turn counted", { turn: row, tokens });
+    }
+  }
+
+  #track(work: Promise<void>): void {
+    const tracked: Promise<void> = work.finally(() =>
+      this.#runs.delete(tracked)
+    );
+    this.#runs.add(tracked);
   }
 
   #remember(

@@ -79,8 +79,12 @@ export interface ReplyResult {
   messages: ChatMessage[];
   /** Names of the tools that ran, in order. */
   tools: string[];
-  /** The turn's size in tokens as llama-server measured it; null when it could not. */
-  tokens: number | null;
+  /**
+   * Measures the turn's size in tokens with llama-server; null when it could
+   * not. Called once the turn is saved and its `done` sent, so a count never
+   * holds up the end of a reply (nor leaves a window for a stop to drop it).
+   */
+  count(): Promise<number | null>;
   /** Why the reply ended before the model finished it, if it did. */
   truncated: Truncation | null;
   /** Earlier turns the last request carried, of how many. */
@@ -191,12 +195,10 @@ export async function runReply(
     plan.fit();
     context.setState("thinking");
   }
-  const tokens = await plan.conclude(stored);
-  if (context.stale()) return null;
   return {
     messages: stored,
     tools,
-    tokens,
+    count: () => plan.conclude(stored),
     truncated,
     sent: plan.sent,
     total: plan.total,

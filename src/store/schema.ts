@@ -79,6 +79,7 @@ export interface Statements {
   nextSeq: StatementSync;
   insertTurn: StatementSync;
   lastTurn: StatementSync;
+  setTokens: StatementSync;
   replaceTurn: StatementSync;
   rename: StatementSync;
   record: StatementSync;
@@ -119,6 +120,7 @@ export function prepareStatements(db: DatabaseSync): Statements {
       `SELECT id, seq, user FROM turns WHERE conv = ?
        ORDER BY seq DESC, id DESC LIMIT 1`,
     ),
+    setTokens: db.prepare("UPDATE turns SET tokens = ? WHERE id = ?"),
     // The row keeps its id and seq; the update trigger re-indexes its text.
     replaceTurn: db.prepare(
       `UPDATE turns SET user = ?, reply = ?, tools = ?, messages = ?, at = ?,

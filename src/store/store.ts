@@ -207,6 +207,20 @@ export class Store implements Disposable {
     return id;
   }
 
+  /** The row id of a conversation's last turn, or null when it has none: what `setTurnTokens` names. */
+  lastTurnId(conversation: number): number | null {
+    const last = this.#sql.lastTurn.get(conversation);
+    return last ? Number(last.id) : null;
+  }
+
+  /** Records a saved turn's size in tokens, measured after its save; false when the turn is gone (deleted, or replaced by another row). */
+  setTurnTokens(turn: number, tokens: number): boolean {
+    const result = this.#sql.setTokens.run(tokens, turn);
+    if (Number(result.changes) === 0) return false;
+    this.#upkeep.wrote();
+    return true;
+  }
+
   /**
    * Replaces a conversation's last turn in one transaction (`retry`, `edit`).
    * When that turn is the first and the title is still the one its question

@@ -126,7 +126,9 @@ Deno.test("twenty long replies in a small context: every ask is done, the histor
     assert.equal(event.total, i);
     assert.equal(event.max, 2048);
   }
-  // Every turn is kept, with its size as llama-server counted it.
+  // Every turn is kept, with its size as llama-server counted it once the
+  // turn was done.
+  await daemon.waitForLog(/debug turn counted /, 20);
   const rows = storedRows(daemon);
   assert.equal(rows.length, 20);
   assert.ok(rows.every((row) => typeof row.tokens === "number"));
@@ -379,6 +381,7 @@ Deno.test("a conversation stored before token counts were kept opens and answers
     assert.equal(ctx.sent, 1);
     assert.equal(ctx.total, 1);
 
+    await daemon.waitForLog(/debug turn counted /);
     const rows = storedRows(daemon);
     assert.equal(rows[0]!.tokens, null);
     assert.ok(typeof rows[1]!.tokens === "number" && rows[1]!.tokens > 0);
