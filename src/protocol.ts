@@ -112,6 +112,8 @@ export type Event =
     id: number | null;
     turns: TurnView[];
     pending: HelloPending | null;
+    /** The tool call waiting for approval, whichever conversation its reply belongs to. */
+    confirm?: ConfirmView;
     private?: true;
   }
   | { type: "state"; state: State; tool?: string }
@@ -120,7 +122,7 @@ export type Event =
   | { type: "token"; delta: string }
   | { type: "tool"; name: string; done: boolean }
   | ({ type: "confirm" } & ConfirmView)
-  | { type: "approved"; call: string; allow: boolean }
+  | { type: "approved"; call: string; allow: boolean; ref?: Ref }
   | {
     type: "done";
     id: number | null;

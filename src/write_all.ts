@@ -18,3 +18,17 @@ export async function writeAll(
     offset += await to.write(bytes.subarray(offset));
   }
 }
+
+/** Anything with Deno's `writeSync` shape: `Deno.stdout`, `Deno.stderr`. */
+export interface SyncWriter {
+  writeSync(bytes: Uint8Array): number;
+}
+
+/** Writes every byte of `data` (a string as UTF-8) at once, looping over partial writes. */
+export function writeAllSync(to: SyncWriter, data: string | Uint8Array): void {
+  const bytes = typeof data === "string" ? encoder.encode(data) : data;
+  let offset = 0;
+  while (offset < bytes.length) {
+    offset += to.writeSync(bytes.subarray(offset));
+  }
+}

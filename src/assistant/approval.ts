@@ -4,7 +4,12 @@
  * timeout, or the reply's end. However it is decided, `approved` tells every
  * client, so each canvas closes its prompt.
  */
-import type { ConfirmView, Event } from "../protocol.ts";
+import {
+  type ConfirmView,
+  type Event,
+  type Ref,
+  refField,
+} from "../protocol.ts";
 import type { ToolOutcome } from "../tools/runner.ts";
 import { log } from "../log.ts";
 
@@ -20,7 +25,8 @@ export interface ApprovalsOptions {
 
 interface Waiting {
   view: ConfirmView;
-  settle: (decision: Decision) => void;
+  /** `ref` is the deciding `approve`'s, carried on `approved`. */
+  settle: (decision: Decision, ref?: Ref) => void;
 }
 
 /** The calls waiting for the user's answer. */
@@ -49,7 +55,7 @@ export class Approvals {
     const call = crypto.randomUUID();
     const view: ConfirmView = { call, tool, args };
     const { promise, resolve } = Promise.withResolvers<Decision>();
-    const settle = (decision: Decision) => {
+    const settle = (decision: Decision, ref?: Ref) => {
       if (!this.#waiting.delete(call)) return;
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
@@ -58,6 +64,7 @@ export class Approvals {
         type: "approved",
         call,
         allow: decision === "allow",
+        ...refField(ref),
       });
       resolve(decision);
     };
@@ -72,11 +79,11 @@ export class Approvals {
     return promise;
   }
 
-  /** The first answer for a waiting call; false when no call of that id waits. */
-  answer(call: string, allow: boolean): boolean {
+  /** The first answer for a waiting call (its `approved` carries the answer's ref); false when no call of that id waits. */
+  answer(call: string, allow: boolean, ref?: Ref): boolean {
     const waiting = this.#waiting.get(call);
     if (!waiting) return false;
-    waiting.settle(allow ? "allow" : "deny");
+    waiting.settle(allow ? "allow" : "deny", ref);
     return true;
   }
 }

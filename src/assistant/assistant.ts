@@ -150,6 +150,7 @@ export class Assistant implements Disposable {
   /** The `hello` for a client that just connected. */
   hello(): Event {
     const pending = this.#helloPending();
+    const waiting = this.#approvals.waiting;
     return {
       type: "hello",
       state: this.#state,
@@ -163,6 +164,7 @@ export class Assistant implements Disposable {
       id: this.#current.id,
       turns: this.#current.turns,
       pending,
+      ...(waiting ? { confirm: waiting } : {}),
       ...(this.#current.private ? { private: true as const } : {}),
     };
   }
@@ -241,7 +243,7 @@ export class Assistant implements Disposable {
         return { type: "export", id, format, text: exportText(record, format) };
       }
       case "approve":
-        if (!this.#approvals.answer(command.call, command.allow)) {
+        if (!this.#approvals.answer(command.call, command.allow, ref)) {
           throw new AssistantError("no such call");
         }
         return null;

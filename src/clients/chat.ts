@@ -13,6 +13,7 @@ import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../server/line_stream.ts";
 import { consoleSize } from "./terminal_text.ts";
+import { writeAllSync } from "../write_all.ts";
 
 export { CHAT_EXIT } from "./chat_session.ts";
 
@@ -44,22 +45,12 @@ const PROMPT_PLAIN = "> ";
 const PROMPT_COLOR = "\x1b[1m>\x1b[0m ";
 const MAX_INPUT_LINE = 1024 * 1024;
 
-const encoder = new TextEncoder();
-
 function writeStdout(text: string): void {
-  const bytes = encoder.encode(text);
-  let offset = 0;
-  while (offset < bytes.length) {
-    offset += Deno.stdout.writeSync(bytes.subarray(offset));
-  }
+  writeAllSync(Deno.stdout, text);
 }
 
 function writeStderr(text: string): void {
-  const bytes = encoder.encode(text);
-  let offset = 0;
-  while (offset < bytes.length) {
-    offset += Deno.stderr.writeSync(bytes.subarray(offset));
-  }
+  writeAllSync(Deno.stderr, text);
 }
 
 /** The parsed arguments of `chat`. */

@@ -151,9 +151,10 @@ export class Renderer {
         ),
       );
     }
-    if (pending?.confirm && pending.id === event.id) {
-      out += this.confirm(pending.confirm);
-    }
+    // Approvals are shared state: a waiting call is asked whichever
+    // conversation is shown.
+    const waiting = event.confirm ?? pending?.confirm;
+    if (waiting) out += this.confirm(waiting);
     return out;
   }
 

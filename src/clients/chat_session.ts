@@ -120,9 +120,14 @@ export class ChatSession {
     this.exportDir = options.exportDir ?? null;
     this.writeFile = options.writeFile ?? writeNewFile;
     this.#state = this.client.hello.state;
-    this.#lastQuestion = this.client.hello.turns.at(-1)?.user ?? null;
-    this.#turnQuestion = this.client.hello.pending?.user ?? null;
-    const waiting = this.client.hello.pending?.confirm;
+    const { hello } = this.client;
+    this.#lastQuestion = hello.turns.at(-1)?.user ?? null;
+    // A reply of another conversation is not this one's last question.
+    this.#turnQuestion = hello.pending?.id === hello.id
+      ? hello.pending.user
+      : null;
+    // Approvals are shared: a call waits whichever conversation is shown.
+    const waiting = hello.confirm ?? hello.pending?.confirm;
     if (waiting) this.#confirm = { call: waiting.call, answered: false };
     this.#print(this.renderer.hello(this.client.hello));
     this.#refresh();
@@ -209,6 +214,8 @@ export class ChatSession {
         break;
       case "conversation":
         this.#lastQuestion = event.turns.at(-1)?.user ?? null;
+        // A reply in flight stays with the conversation it started in.
+        this.#turnQuestion = null;
         break;
       case "export":
         if (mine?.kind === "export") this.#exported(event, mine);

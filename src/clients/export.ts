@@ -7,12 +7,15 @@ import { connectOrExplain } from "./client.ts";
 import type { Env } from "../launch/paths.ts";
 import { AssistantError } from "../errors.ts";
 import { writeAll, type Writer } from "../write_all.ts";
+import { sanitize } from "./terminal_text.ts";
 
 /** Injected parts of `export`; the real ones by default. */
 export interface ExportOptions {
   env?: Env;
   stdout?: Writer;
   stderr?: Writer;
+  /** Whether stdout is a terminal: the conversation's text is sanitised there, and byte-exact into a pipe or file; default: asks stdout. */
+  terminal?: boolean;
 }
 
 /** Exit codes of `export`. */
@@ -100,11 +103,13 @@ export async function runExport(
     }
     if (!("ref" in event) || event.ref !== ref) continue;
     if (event.type === "export") {
-      await writeAll(stdout, event.text);
+      // Nothing a model or a tool wrote drives the terminal.
+      const terminal = options.terminal ?? Deno.stdout.isTerminal();
+      await writeAll(stdout, terminal ? sanitize(event.text) : event.text);
       return EXPORT_EXIT.ok;
     }
     if (event.type === "error") {
-      await writeAll(stderr, `${event.message}\n`);
+      await writeAll(stderr, `${sanitize(event.message)}\n`);
       return EXPORT_EXIT.failed;
     }
   }

@@ -198,12 +198,20 @@ Deno.test("a client that connects while a call waits sees it in hello and may an
     tools: [],
     confirm: { call: confirm.call, tool: "weather", args: { place: "Rome" } },
   });
-  await late.send({ type: "approve", call: confirm.call, allow: true });
+  assert.deepEqual(hello.confirm, hello.pending?.confirm);
+  await late.send({
+    type: "approve",
+    call: confirm.call,
+    allow: true,
+    ref: "yes-1",
+  });
   const events = await a.until(isIdle);
+  // The decision reaches every client, with the ref of the answer that made it.
   assert.deepEqual(events[0], {
     type: "approved",
     call: confirm.call,
     allow: true,
+    ref: "yes-1",
   });
   assert.deepEqual(await runs(tools.dir), ["Rome"]);
 
@@ -212,6 +220,42 @@ Deno.test("a client that connects while a call waits sees it in hello and may an
   const again = await after.next("hello");
   assert.equal(again.state, "idle");
   assert.equal(again.pending, null);
+  assert.equal(again.confirm, undefined);
+});
+
+Deno.test("a waiting call is in hello even when its reply belongs to a conversation the newcomer does not see", async () => {
+  await using tools = await weatherTools();
+  await using llm = await FakeLlm.start();
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    toolsDirs: [tools.dir],
+  });
+  await using a = await connected(daemon);
+  llm.enqueue(weatherCall("Oslo"), reply({ content: ["Cold."] }));
+  await a.send({ type: "ask", text: "Weather in Oslo?" });
+  const { confirm } = await untilConfirm(a);
+  // The reply will create its conversation; the current one is another, new one.
+  await a.send({ type: "new" });
+  await a.next("conversation");
+
+  await using late = await daemon.connect();
+  const hello = await late.next("hello");
+  assert.equal(hello.id, null);
+  assert.equal(hello.pending, null);
+  assert.equal(hello.state, "confirm");
+  assert.deepEqual(hello.confirm, {
+    call: confirm.call,
+    tool: "weather",
+    args: { place: "Oslo" },
+  });
+  await late.send({ type: "approve", call: confirm.call, allow: false });
+  const events = await a.until(isIdle);
+  assert.deepEqual(events[0], {
+    type: "approved",
+    call: confirm.call,
+    allow: false,
+  });
+  assert.deepEqual(await runs(tools.dir), []);
 });
 
 Deno.test("confirm_tools makes a tool file's calls wait; other tools and bad arguments do not", async () => {

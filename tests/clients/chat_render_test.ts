@@ -187,6 +187,38 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
     "desktop-assistant · /help for commands\n" +
       "[a reply is streaming in conversation #3]\n",
   );
+  // A call of that reply waiting for approval is asked all the same:
+  // approvals are shared, whichever conversation is shown.
+  const confirm = { call: "c9", tool: "weather", args: { place: "Oslo" } };
+  const asked = new Renderer({
+    colors: false,
+    think: true,
+    clearOnSwitch: false,
+  }).hello({
+    type: "hello",
+    state: "confirm",
+    tool: "weather",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
+    id: 7,
+    turns: [],
+    pending: {
+      id: 3,
+      user: "Elsewhere?",
+      reply: "",
+      think: "",
+      tools: [],
+      confirm,
+    },
+    confirm,
+  });
+  assert.ok(
+    asked.endsWith('run weather {"place": "Oslo"}? [y/N] '),
+    JSON.stringify(asked),
+  );
 });
 
 Deno.test("lists, results with marked matches, and a deleted conversation", () => {

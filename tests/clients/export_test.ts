@@ -5,6 +5,7 @@ import { parseExportArgs } from "../../src/clients/export.ts";
 import {
   clientArgs,
   clientEnv,
+  ClientProcess,
   runClient,
   startDaemon,
   tempHome,
@@ -70,6 +71,32 @@ Deno.test("main.ts export prints a conversation as Markdown or JSON, with only t
   const usage = await runClient(clientArgs(socket, ["export", "one"]), env);
   assert.equal(usage.code, 64);
   assert.match(usage.stderr, /usage: main\.ts export ID \[--json\]/);
+});
+
+Deno.test("main.ts export on a terminal shows a reply's escape sequences inert; into a pipe it is byte-exact", async () => {
+  const hostile = ["Hi\x1b]0;pwned\x07", " there\x1b[2J", " end\u009b"];
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: hostile }));
+  await using daemon = await startDaemon(llm.url);
+  await using client = await daemon.connect();
+  await client.next("hello");
+  await client.send({ type: "ask", text: "Say hi" });
+  await client.until(isIdle);
+  const env = clientEnv(daemon.paths.runtimeDir);
+  const args = clientArgs(daemon.paths.socketPath, ["export", "1"]);
+
+  const piped = await runClient(args, env);
+  assert.equal(piped.code, 0);
+  assert.ok(piped.stdout.includes(hostile.join("")), piped.stdout);
+
+  await using shown = ClientProcess.spawn(args, { env, pty: true });
+  assert.equal(await shown.exit(), 0);
+  assert.ok(shown.stdout.includes("Hi]0;pwned there[2J end"), shown.stdout);
+  assert.ok(
+    !shown.stdout.includes("\x1b") && !shown.stdout.includes("\x07") &&
+      !shown.stdout.includes("\u009b"),
+    JSON.stringify(shown.stdout),
+  );
 });
 
 Deno.test("main.ts export exits 2 with the start hint when no daemon answers", async () => {
