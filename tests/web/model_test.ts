@@ -9,18 +9,14 @@ import assert from "node:assert/strict";
 import { CanvasModel } from "../../web/model.js";
 import type {
   BackendView,
-  ConfirmView,
   Event,
   HelloPending,
   TurnView,
 } from "../../src/protocol.ts";
 
-type Hello = Extract<Event, { type: "hello" }> & {
-  /** The call waiting for approval, whichever conversation its reply is in. */
-  confirm?: ConfirmView;
-};
+type Hello = Extract<Event, { type: "hello" }>;
 /** What the daemon's socket carries, one line each. */
-type Wire = Event | Hello;
+type Wire = Event;
 
 const BACKEND_UP: BackendView = {
   state: "up",

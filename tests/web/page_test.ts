@@ -781,3 +781,43 @@ pageTest(
     assert.deepEqual(browser.errors, []);
   },
 );
+
+pageTest(
+  "11.5: a tab opened while a call waits in a reply the hello leaves out finds it in hello.confirm and allows it",
+  async () => {
+    await using s = await stack([], {
+      toolsDirs: [FIXTURE_TOOLS],
+      config: 'confirm_tools = ["echo_args"]\n',
+    });
+    const { llm, browser, web } = s;
+    const first = await openCanvas(browser, web);
+    llm.enqueue(
+      reply({
+        toolCalls: [{ name: "echo_args", arguments: '{"text":"elsewhere"}' }],
+      }),
+      reply({ content: ["Echoed ", "elsewhere."] }),
+    );
+    await ask(first, "Echo from afar");
+    await shows(first, "#confirms", "Run echo_args with");
+    // New while the call waits: the reply will create a conversation the
+    // current one is not, so a hello leaves the reply out.
+    await click(first, "#new");
+    await shows(first, "#title", "New conversation");
+    const late = await openCanvas(browser, web);
+    await shows(late, "#confirms", '"text":"elsewhere"');
+    assert.ok(await visible(late, "#elsewhere"), "the reply elsewhere shows");
+    await click(late, "#confirms .allow");
+    await first.waitForFunction(
+      () => document.querySelector("#confirms")?.hidden === true,
+      POLL,
+    );
+    await settled(late);
+    assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 0);
+    assert.equal(await textOf(late, "#title"), "New conversation");
+    await shows(late, "#list", "Echo from afar");
+    await click(late, "#list button.conv");
+    await shows(late, LAST, "Echoed elsewhere.");
+    await shows(late, ".turn.last .tools", "echo_args");
+    assert.deepEqual(browser.errors, []);
+  },
+);
