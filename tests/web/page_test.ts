@@ -189,10 +189,28 @@ function disabled(page: Page, selector: string): Promise<boolean> {
   );
 }
 
-/** The notices the page has shown so far. */
-function noticesOf(page: Page): Promise<string> {
-  return page.evaluate(() =>
-    document.querySelector("#notices")?.textContent ?? ""
+/** Waits until the tab shows the reply in flight as streaming in another conversation. */
+async function elsewhere(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => {
+      const model = (globalThis as {
+        daCanvas?: { model: { pending: unknown; shownPending: unknown } };
+      }).daCanvas?.model;
+      return model?.pending != null && model.shownPending === null &&
+        document.querySelector("#elsewhere")?.hidden === false;
+    },
+    POLL,
+  );
+}
+
+/** Waits until the tab is idle and has drawn it: no Stop, no reply elsewhere. */
+async function drawnIdle(page: Page): Promise<void> {
+  await settled(page);
+  await page.waitForFunction(
+    () =>
+      document.querySelector("#elsewhere")?.hidden === true &&
+      document.querySelector("#stop")?.hidden === true,
+    POLL,
   );
 }
 
@@ -655,25 +673,26 @@ pageTest(
     await ask(first, "First question");
     await shows(first, LIVE, "Made");
     await click(first, "#new");
-    await shows(first, "#elsewhere-text", "another conversation");
+    // The daemon took the `new`: a tab that connects now gets its hello.
+    await elsewhere(first);
     const late = await openCanvas(browser, web);
+    await elsewhere(late);
     await shows(late, "#elsewhere-text", "another conversation");
-    assert.ok(await visible(late, "#elsewhere"), "the reply elsewhere shows");
     assert.ok(await visible(late, "#stop"), "the stop button shows");
     assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 0);
     await screenshot(late, "15-late-tab-reply-elsewhere");
     gate.resolve();
-    await settled(late);
-    assert.ok(!await visible(late, "#elsewhere"), "no reply elsewhere");
+    await drawnIdle(late);
     await shows(late, "#list", "First question");
     assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 0);
     assert.equal(await textOf(late, "#title"), "New conversation");
     assert.ok(await disabled(late, "#rename"), "nothing to rename");
     assert.ok(await disabled(late, "#delete"), "nothing to delete");
-    assert.match(await noticesOf(late), /The reply was saved in/);
+    await shows(late, "#notices", "The reply was saved in");
 
     // A reply in conversation 1, then New: the late tab's hello has
     // `id: null` and `pending.id: 1`.
+    await shows(first, "#list", "First question");
     await click(first, "#list button.conv");
     await shows(first, LAST, "Made elsewhere.");
     const second = Promise.withResolvers<void>();
@@ -681,17 +700,17 @@ pageTest(
     await ask(first, "Second question");
     await shows(first, LIVE, "Second");
     await click(first, "#new");
-    await shows(first, "#title", "New conversation");
+    await elsewhere(first);
     const third = await openCanvas(browser, web);
+    await elsewhere(third);
     await shows(
       third,
       "#elsewhere-text",
       "A reply is streaming in “First question”.",
     );
-    assert.ok(await visible(third, "#elsewhere"), "the reply elsewhere shows");
     assert.equal(await third.$$eval(".turn", (nodes) => nodes.length), 0);
     second.resolve();
-    await settled(third);
+    await drawnIdle(third);
     assert.equal(await third.$$eval(".turn", (nodes) => nodes.length), 0);
     assert.equal(await textOf(third, "#title"), "New conversation");
     assert.ok(await disabled(third, "#rename"), "nothing to rename");
@@ -802,16 +821,16 @@ pageTest(
     // New while the call waits: the reply will create a conversation the
     // current one is not, so a hello leaves the reply out.
     await click(first, "#new");
-    await shows(first, "#title", "New conversation");
+    await elsewhere(first);
     const late = await openCanvas(browser, web);
     await shows(late, "#confirms", '"text":"elsewhere"');
-    assert.ok(await visible(late, "#elsewhere"), "the reply elsewhere shows");
+    await elsewhere(late);
     await click(late, "#confirms .allow");
     await first.waitForFunction(
       () => document.querySelector("#confirms")?.hidden === true,
       POLL,
     );
-    await settled(late);
+    await drawnIdle(late);
     assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 0);
     assert.equal(await textOf(late, "#title"), "New conversation");
     await shows(late, "#list", "Echo from afar");
