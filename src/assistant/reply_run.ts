@@ -284,6 +284,7 @@ export class ReplyRunner {
       log.debug("turn counted", { turn: row, tokens });
     }
   }
+
   #track(work: Promise<void>): void {
     const tracked: Promise<void> = work.finally(() =>
       this.#runs.delete(tracked)
