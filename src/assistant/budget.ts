@@ -11,22 +11,10 @@ import type { Truncation } from "../protocol.ts";
 import { AssistantError } from "../errors.ts";
 import { contextOverflow } from "../llm/http_error.ts";
 import { log } from "../log.ts";
-import { replayable } from "./prompt.ts";
-import {
-  cutLargest,
-  cuttable,
-  type Result,
-  resultText,
-  resultTokens,
-} from "./result_cut.ts";
-import {
-  MESSAGE_OVERHEAD,
-  overheadOf,
-  shapeOf,
-  type Tokenize,
-  type TokenLedger,
-  utf8Bytes,
-} from "./token_ledger.ts";
+import { HistoryWindow } from "./history_window.ts";
+import { cuttable } from "./result_cut.ts";
+import { type Tokenize, type TokenLedger, utf8Bytes } from "./token_ledger.ts";
+import { TurnRounds } from "./turn_rounds.ts";
 
 /** Times a request refused for its length is sent again. */
 export const MAX_RESENDS = 2;
@@ -49,23 +37,6 @@ export function replyReserve(
   return Math.min(wantedReserve(config).tokens, Math.floor(nCtx / 2));
 }
 
-/** How many of the newest turns (costs oldest first) fit in `room`, at most `limit`: stops at the first that does not. */
-export function newestThatFit(
-  count: number,
-  cost: (index: number) => number,
-  room: number,
-  limit: number,
-): number {
-  let used = 0;
-  let taken = 0;
-  for (let i = count - 1; i >= 0 && taken < limit; i--) {
-    used += cost(i);
-    if (used > room) break;
-    taken++;
-  }
-  return taken;
-}
-
 /** What a reply's plan is made from. */
 export interface PlanOptions {
   ledger: TokenLedger;
@@ -86,30 +57,21 @@ export interface PlanOptions {
   signal: AbortSignal;
 }
 
-interface Added {
-  message: ChatMessage;
-  /** Tokens, once measured; a tool result's are its `result`'s. */
-  tokens: number | null;
-  result?: Result;
-}
-
 /** The request of one reply as it grows round by round, and what it costs. */
 export class ContextPlan {
   readonly #o: PlanOptions;
   /** Bytes of the system prompt and tool schemas, for the ledger. */
   readonly #fixedBytes: number;
   /**
-   * The fixed part's size and each turn's, taken once: estimates move as the
-   * ledger calibrates, and the correction from a reported size holds only
-   * for the terms it was measured against.
+   * The fixed part's size, taken once: estimates move as the ledger
+   * calibrates, and the correction from a reported size holds only for the
+   * terms it was measured against.
    */
   readonly #fixedTokens: number;
-  readonly #costs = new Map<number, number>();
-  #nCtx: number | null;
-  #start: number;
-  #sentCost = 0;
   readonly #questionCost: number;
-  #added: Added[] = [];
+  readonly #window: HistoryWindow;
+  readonly #rounds: TurnRounds;
+  #nCtx: number | null;
   /** Real prompt size less the estimate, from the last size llama-server reported. */
   #correction = 0;
   /** The first request's reported size and the history it carried: what the ledger learns from. */
@@ -130,7 +92,7 @@ export class ContextPlan {
   /** Chooses the history: the newest turns that fit, at most `history_turns`. */
   constructor(options: PlanOptions) {
     this.#o = options;
-    const { ledger, model, history } = options;
+    const { ledger, model } = options;
     // A refusal's size is the one that held; /props may say more (a server
     // whose slots share its context).
     const refused = ledger.contextSize(model);
@@ -149,16 +111,12 @@ export class ContextPlan {
     );
     const room = (this.budget ?? Infinity) - this.#fixedTokens -
       this.#questionCost;
-    const sent = newestThatFit(
-      history.length,
-      (i) => this.#cost(i),
+    this.#window = new HistoryWindow(
+      options,
       room,
       options.config.history_turns,
     );
-    this.#start = history.length - sent;
-    for (let i = this.#start; i < history.length; i++) {
-      this.#sentCost += this.#cost(i);
-    }
+    this.#rounds = new TurnRounds(options);
   }
 
   /** Tokens a request may take: the context less the reply's reserve; null while the context size is unknown. */
@@ -174,76 +132,38 @@ export class ContextPlan {
 
   /** Earlier turns the request carries. */
   get sent(): number {
-    return this.#o.history.length - this.#start;
+    return this.#window.sent;
   }
 
   /** Earlier turns the conversation has. */
   get total(): number {
-    return this.#o.history.length;
+    return this.#window.total;
   }
 
   /** The request's size as estimated (or as last reported, plus what came since). */
   estimate(): number {
-    let added = 0;
-    for (const entry of this.#added) added += this.#addedCost(entry);
-    return this.#fixedTokens + this.#sentCost + this.#questionCost + added +
-      this.#correction;
+    return this.#fixedTokens + this.#window.cost + this.#questionCost +
+      this.#rounds.cost() + this.#correction;
   }
 
   /** The request's messages: system prompt, history sent, question, this turn's rounds. */
   messages(): ChatMessage[] {
-    const out: ChatMessage[] = [this.#o.system];
-    for (let i = this.#start; i < this.#o.history.length; i++) {
-      // Turns saved before tool calls were made replayable may hold
-      // arguments llama-server cannot parse.
-      for (const message of this.#o.history[i]!) {
-        out.push(
-          message.role === "assistant" && message.tool_calls
-            ? { ...message, tool_calls: message.tool_calls.map(replayable) }
-            : message,
-        );
-      }
-    }
-    out.push(this.#o.question);
-    for (const entry of this.#added) out.push(entry.message);
-    return out;
+    return [
+      this.#o.system,
+      ...this.#window.messages(),
+      this.#o.question,
+      ...this.#rounds.messages(),
+    ];
   }
 
   /** Adds a message of this turn (an assistant message, a tool result); measured by `measure`. */
   add(message: ChatMessage): void {
-    this.#added.push({ message, tokens: null });
+    this.#rounds.add(message);
   }
 
   /** Counts the messages added since the last call through llama-server; never rejects. */
-  async measure(): Promise<void> {
-    const { ledger, model, tokenize, signal } = this.#o;
-    await Promise.all(this.#added.map(async (entry) => {
-      if (entry.tokens !== null) return;
-      const { message } = entry;
-      if (message.role === "tool") {
-        const count = await ledger.count(
-          model,
-          message.content,
-          tokenize,
-          signal,
-          false,
-        );
-        entry.result = {
-          full: message.content,
-          tokens: count.tokens,
-          kept: count.tokens,
-        };
-        entry.tokens = count.tokens;
-      } else {
-        const count = await ledger.countMessages(
-          model,
-          [message],
-          tokenize,
-          signal,
-        );
-        entry.tokens = count.tokens;
-      }
-    }));
+  measure(): Promise<void> {
+    return this.#rounds.measure();
   }
 
   /**
@@ -257,7 +177,7 @@ export class ContextPlan {
     usage: { used: number; prompt?: number } | null,
   ): Truncation | null {
     if (usage?.prompt !== undefined) {
-      this.#first ??= { prompt: usage.prompt, sentCost: this.#sentCost };
+      this.#first ??= { prompt: usage.prompt, sentCost: this.#window.cost };
       this.#correction += usage.prompt - this.estimate();
     }
     if (finish !== "length") return null;
@@ -333,82 +253,28 @@ export class ContextPlan {
    * cannot buy back.
    */
   #shed(over: number): { dropped: number; cut: number } {
-    const dropped = this.#leaveOut(over);
+    // A turn's cost errs high by the template taken around it: the estimate
+    // keeps that part.
+    const { saved: dropped, slack } = this.#window.leaveOut(over);
+    this.#correction += slack;
     let rest = over - dropped;
     if (rest <= 0) return { dropped, cut: 0 };
-    const results = this.#added.flatMap((entry) =>
-      entry.result ? [entry.result] : []
-    );
-    if (cuttable(results) < rest && this.#nCtx !== null) {
+    if (cuttable(this.#rounds.results()) < rest && this.#nCtx !== null) {
       const reserve = replyReserve(this.#nCtx, this.#o.config);
       rest -= reserve - Math.floor(reserve / 4);
     }
-    return { dropped, cut: rest > 0 ? this.#cut(rest) : 0 };
+    return { dropped, cut: rest > 0 ? this.#rounds.cut(rest) : 0 };
   }
 
   /** The error for a request that cannot be made to fit: the question alone, or with this turn's results. */
   tooLong(promptTokens: number, nCtx: number, cause: unknown): AssistantError {
-    const what = this.#added.some((entry) => entry.result)
+    const what = this.#rounds.results().length > 0
       ? "this turn's tool results do not fit"
       : "the question is too long for";
     return new AssistantError(
       `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})`,
       { cause },
     );
-  }
-
-  #cost(index: number): number {
-    let cost = this.#costs.get(index);
-    if (cost === undefined) {
-      const { ledger, model, history, counts } = this.#o;
-      cost = ledger.turnCost(model, history[index]!, counts[index] ?? null);
-      this.#costs.set(index, cost);
-    }
-    return cost;
-  }
-
-  #addedCost(entry: Added): number {
-    if (entry.result) return resultTokens(entry.result) + MESSAGE_OVERHEAD;
-    if (entry.tokens !== null) return entry.tokens;
-    const shape = shapeOf([entry.message]);
-    return this.#o.ledger.estimate(this.#o.model, shape.bytes) +
-      overheadOf(shape);
-  }
-
-  /**
-   * Leaves out the oldest turns sent until `over` tokens are covered; returns
-   * the tokens that surely saves. A turn's cost errs high by the template
-   * taken around it, so only its text counts as saved.
-   */
-  #leaveOut(over: number): number {
-    let saved = 0;
-    while (saved < over && this.#start < this.#o.history.length) {
-      const cost = this.#cost(this.#start);
-      const slack = overheadOf(shapeOf(this.#o.history[this.#start]!));
-      this.#sentCost -= cost;
-      this.#correction += Math.min(slack, cost);
-      saved += Math.max(0, cost - slack);
-      this.#start++;
-    }
-    return saved;
-  }
-
-  /** Cuts this turn's largest results by `over` tokens; returns the tokens saved. */
-  #cut(over: number): number {
-    const entries = this.#added.filter((entry) => entry.result);
-    const results = entries.map((entry) => entry.result!);
-    const saved = cutLargest(results, over);
-    if (saved === 0) return 0;
-    for (const entry of entries) {
-      const result = entry.result!;
-      if (entry.message.role !== "tool") continue;
-      entry.message = { ...entry.message, content: resultText(result) };
-    }
-    log.info("tool results cut to fit the context", {
-      results: results.filter((r) => r.kept < r.tokens).length,
-      saved,
-    });
-    return saved;
   }
 }
 

@@ -6,11 +6,11 @@ import { ContextOverflow } from "../../src/llm/http_error.ts";
 import {
   ContextPlan,
   MAX_RESENDS,
-  newestThatFit,
   type PlanOptions,
   replyReserve,
   sendWithin,
 } from "../../src/assistant/budget.ts";
+import { newestThatFit } from "../../src/assistant/history_window.ts";
 import {
   cutLargest,
   NOTE_TOKENS,

@@ -62,7 +62,10 @@ export class Daemon implements AsyncDisposable {
         if (/ info listening /.test(this.#log)) ready.resolve();
       }
     })();
-    this.#status.then((status) => {
+    // The whole log first: a daemon that refuses to start says why last.
+    Promise.all([this.#status, this.#logDone.catch(() => {})]).then((
+      [status],
+    ) => {
       ready.reject(
         new Error(
           `daemon exited with ${status.code} before listening:\n${this.#log}`,

@@ -1,0 +1,87 @@
+/**
+ * The saved conversations as commands reach them: listed, opened, searched,
+ * exported, renamed and deleted. What the current conversation and the reply
+ * in flight must do about it stays with the assistant.
+ */
+import { AssistantError } from "../errors.ts";
+import { log } from "../log.ts";
+import {
+  DEFAULT_LIST_LIMIT,
+  type Event,
+  type ExportFormat,
+  type Ref,
+  refField,
+} from "../protocol.ts";
+import type { SearchHit, Store } from "../store/store.ts";
+import type { Conversation } from "./conversation.ts";
+import { exportText } from "./export.ts";
+import type { Titler } from "./title.ts";
+
+/** Where `search` runs: the store itself, or a worker with its own connection. */
+export interface Searcher {
+  search(q: string, limit: number): Promise<SearchHit[]> | SearchHit[];
+}
+
+/** What the archive needs. */
+export interface ArchiveOptions {
+  store: Store;
+  searcher: Searcher | undefined;
+  /** A title the model is still writing gives way to a rename or a delete. */
+  titles: Pick<Titler, "cancel">;
+  emit: (event: Event) => void;
+}
+
+/** The saved conversations, each command's answer or error. */
+export class Archive {
+  readonly #o: ArchiveOptions;
+
+  /** An archive over the store. */
+  constructor(options: ArchiveOptions) {
+    this.#o = options;
+  }
+
+  /** The newest conversations, as `conversations`. */
+  list(limit = DEFAULT_LIST_LIMIT): Event {
+    return { type: "conversations", items: this.#o.store.list(limit) };
+  }
+
+  /** A saved conversation to make current. */
+  open(id: number): Conversation {
+    const opened = this.#o.store.open(id);
+    if (!opened) throw new AssistantError("no such conversation");
+    return { ...opened, private: false };
+  }
+
+  /** The search's hits, as `results`. */
+  async search(q: string, limit: number): Promise<Event> {
+    const searcher = this.#o.searcher ?? this.#o.store;
+    const items = await searcher.search(q, limit);
+    return { type: "results", items };
+  }
+
+  /** A conversation in an export format, as `export`. */
+  export(id: number, format: ExportFormat): Event {
+    const record = this.#o.store.record(id);
+    if (!record) throw new AssistantError("no such conversation");
+    return { type: "export", id, format, text: exportText(record, format) };
+  }
+
+  /** Renames a conversation and tells every client. */
+  rename(id: number, title: string, ref: Ref | undefined): void {
+    if (!this.#o.store.rename(id, title)) {
+      throw new AssistantError("no such conversation");
+    }
+    // The user's title wins over one the model is still writing.
+    this.#o.titles.cancel(id);
+    log.info("conversation renamed", { conv: id, chars: title.length });
+    this.#o.emit({ type: "renamed", id, title, ...refField(ref) });
+  }
+
+  /** Deletes a conversation with its title request, if one is waiting. */
+  delete(id: number): void {
+    if (!this.#o.store.delete(id)) {
+      throw new AssistantError("no such conversation");
+    }
+    this.#o.titles.cancel(id);
+  }
+}
