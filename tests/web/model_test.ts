@@ -1,9 +1,10 @@
 /**
  * The page's model of the daemon (web/model.js), fed events shaped exactly
  * as the daemon sends them (the `Event` type of src/protocol.ts, which
- * `Assistant.hello()` and the reply loop build): the reply in flight for a
- * late tab and which conversation it belongs to, references, the context
- * budget, the backend, conversation control, approvals and search.
+ * `helloEvent` in src/assistant/status.ts and the reply loop build): the
+ * reply in flight for a late tab and which conversation it belongs to,
+ * references, the context budget, the backend, conversation control,
+ * approvals and search.
  */
 import assert from "node:assert/strict";
 import { CanvasModel } from "../../web/model.js";
@@ -26,7 +27,7 @@ const BACKEND_UP: BackendView = {
   message: null,
 };
 
-/** A `hello` as `Assistant.hello()` builds it: every field present. */
+/** A `hello` as `helloEvent` builds it: every field present. */
 function hello(extra: Partial<Hello> = {}): Hello {
   return {
     type: "hello",

@@ -145,7 +145,7 @@ async function stack(hello: Record<string, unknown>) {
   const home = await Deno.makeTempDir({ prefix: "da-web-proto-" });
   const runtime = join(home, "run");
   await Deno.mkdir(runtime, { mode: 0o700 });
-  // Every field `Assistant.hello()` sends.
+  // Every field the daemon's `hello` carries (`helloEvent`).
   const daemon = new ScriptedDaemon(runtime, {
     state: "idle",
     model: null,
