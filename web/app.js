@@ -70,19 +70,19 @@ function connect() {
   });
 }
 
-/** Sends one command with a fresh `ref`; false when not connected. */
+/** Sends one command with a fresh `ref` and returns the ref; null when not connected. */
 function send(command) {
   if (!ws || ws.readyState !== WebSocket.OPEN) {
     view.notice(
       "Not connected to the daemon: the command was not sent.",
       "error",
     );
-    return false;
+    return null;
   }
   const ref = `web-${++refs}`;
   stats.sentAt[command.type] = performance.now();
   ws.send(JSON.stringify({ ...command, ref }));
-  return true;
+  return ref;
 }
 
 // --- events ---------------------------------------------------------------
@@ -140,9 +140,6 @@ function afterEvent(event) {
     case "export":
       download(event);
       break;
-    case "results":
-      shownQuery = asked.shift() ?? null;
-      break;
   }
 }
 
@@ -175,7 +172,9 @@ function drawNow() {
   queued = new Set();
   const started = performance.now();
   view.draw(model, changed);
-  if (focusFirst && changed.has("list") && shownQuery === search.value) {
+  if (
+    focusFirst && changed.has("list") && model.resultsFor === search.value
+  ) {
     focusFirst = false;
     focusFirstResult();
   }
@@ -228,7 +227,7 @@ function setEditing(on) {
 function submit() {
   const text = input.value;
   if (text.trim() === "") return;
-  if (send(editing ? { type: "edit", text } : { type: "ask", text })) {
+  if (send(editing ? { type: "edit", text } : { type: "ask", text }) !== null) {
     input.value = "";
     setEditing(false);
   }
@@ -294,11 +293,6 @@ function firstConfirm() {
 const search = $("search");
 let searchTimer = 0;
 
-let searched = null;
-/** The queries sent and not yet answered, oldest first (answers come in order). */
-const asked = [];
-/** The query whose results are shown. */
-let shownQuery = null;
 /** Enter was pressed in the search field before its results came. */
 let focusFirst = false;
 
@@ -310,29 +304,29 @@ function runSearch() {
   clearTimeout(searchTimer);
   const q = search.value;
   if (q.trim() === "") {
-    searched = shownQuery = null;
-    model.results = null;
+    model.clearSearch();
     view.drawList(model);
     return;
   }
-  // The results shown are this query's already (Enter after typing).
-  if (q === searched) return;
-  if (send({ type: "search", q, limit: SEARCH_LIMIT })) {
-    searched = q;
-    asked.push(q);
-  }
+  // This query's results are shown or on their way (Enter after typing).
+  if (q === model.query && model.searching(q)) return;
+  const ref = send({ type: "search", q, limit: SEARCH_LIMIT });
+  if (ref !== null) model.searchSent(ref, q);
 }
 
 search.addEventListener("input", () => {
   clearTimeout(searchTimer);
-  searchTimer = setTimeout(runSearch, SEARCH_DELAY_MS);
+  // Emptied: the conversations come back at once, and no answer on its
+  // way brings results back.
+  if (search.value.trim() === "") runSearch();
+  else searchTimer = setTimeout(runSearch, SEARCH_DELAY_MS);
 });
 
 search.addEventListener("keydown", (event) => {
   if (event.key === "Enter") {
     event.preventDefault();
     runSearch();
-    if (search.value.trim() === "" || shownQuery === search.value) {
+    if (search.value.trim() === "" || model.resultsFor === search.value) {
       focusFirstResult();
     } else {
       focusFirst = true;
@@ -358,7 +352,7 @@ $("stop").addEventListener("click", stop);
 $("stop-elsewhere").addEventListener("click", stop);
 $("new").addEventListener("click", () => send({ type: "new" }));
 $("private").addEventListener("click", () => {
-  if (send({ type: "new", private: true })) askedPrivate = true;
+  if (send({ type: "new", private: true }) !== null) askedPrivate = true;
 });
 $("rename").addEventListener("click", startRename);
 $("title").addEventListener("dblclick", startRename);
@@ -477,7 +471,7 @@ document.addEventListener("keydown", (event) => {
       break;
     case "KeyP":
       event.preventDefault();
-      if (send({ type: "new", private: true })) askedPrivate = true;
+      if (send({ type: "new", private: true }) !== null) askedPrivate = true;
       input.focus();
       break;
     case "KeyR":

@@ -11,11 +11,16 @@
 /** @typedef {{name: string, done?: boolean, allowed?: boolean}} ToolMark */
 /**
  * @typedef {{user: string, reply: string, think: string, tools: ToolMark[],
- *   status: null | "stopped" | "truncated" | "error", error?: string}} Turn
+ *   status: null | "stopped" | "truncated" | "error", error?: string,
+ *   truncatedBy?: string}} Turn
+ * `truncatedBy`: what cut a truncated reply short (`context` or
+ * `max_tokens`), when the daemon says.
  */
 /**
- * @typedef {{key: string, user: string, reply: string, think: string,
- *   tools: ToolMark[], replaces: boolean}} Pending
+ * @typedef {{key: string, id: number | null, user: string, reply: string,
+ *   think: string, tools: ToolMark[], replaces: boolean}} Pending
+ * `key` is the conversation it belongs to as the page tells them apart;
+ * `id` its number when known (null for one its `done` will create).
  */
 /** @typedef {{key: string, id: number | null, private: boolean, turns: Turn[]}} Shown */
 
@@ -25,8 +30,8 @@ export function isStored(turn) {
 }
 
 /** The reply in flight: what `user`, `think`, `token` and `tool` built so far. */
-function newPending(key, user, replaces) {
-  return { key, user, reply: "", think: "", tools: [], replaces };
+function newPending(key, id, user, replaces) {
+  return { key, id, user, reply: "", think: "", tools: [], replaces };
 }
 
 function storedTurn(turn) {
@@ -44,14 +49,20 @@ function numberOrNull(value) {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
-/** The confirmations a `hello.pending` may carry, whatever their shape. */
-function pendingConfirms(pending) {
-  const found = [];
-  for (const value of [pending?.confirm, pending?.confirms]) {
-    if (Array.isArray(value)) found.push(...value);
-    else if (value && typeof value === "object") found.push(value);
-  }
-  return found.filter((item) => item && item.call !== undefined);
+function isConfirm(value) {
+  return value !== null && typeof value === "object" &&
+    value.call !== undefined;
+}
+
+/**
+ * The tool call a `hello` says waits for approval: `hello.confirm`, sent
+ * whichever conversation the reply belongs to, else `hello.pending.confirm`
+ * (a daemon without the first).
+ */
+function helloConfirm(event) {
+  if (isConfirm(event.confirm)) return event.confirm;
+  if (isConfirm(event.pending?.confirm)) return event.pending.confirm;
+  return null;
 }
 
 /** The daemon's state as the page knows it; `apply` returns what changed. */
@@ -76,6 +87,12 @@ export class CanvasModel {
     this.conversations = [];
     /** Search results `[{id, title, snippet}]`, or null when not searching. */
     this.results = null;
+    /** The query in the search box (null when empty): only its answers are shown. */
+    this.query = null;
+    /** The query `results` answers. */
+    this.resultsFor = null;
+    /** Searches sent and not yet answered: ref to query. */
+    this.searches = new Map();
     /** Messages for the user, oldest first; the view takes them. */
     this.notices = [];
     this.fresh = 0;
@@ -125,8 +142,57 @@ export class CanvasModel {
   }
 
   #ensurePending() {
-    if (!this.pending) this.pending = newPending(this.current.key, "", false);
+    this.pending ??= newPending(this.current.key, this.current.id, "", false);
     return this.pending;
+  }
+
+  /**
+   * The reply in flight from a `hello`. It is the shown conversation's
+   * exactly when `pending.id` is `hello.id`; otherwise it streams elsewhere
+   * (in conversation `pending.id`, which shows it once opened). A reply the
+   * daemon leaves out (`pending: null` while `state` says one runs) will
+   * create a conversation other than the unsaved one shown: it streams
+   * elsewhere too, under a key no conversation shown has.
+   */
+  #helloPending(event) {
+    const p = event.pending;
+    if (!p || typeof p !== "object") {
+      return event.state && event.state !== "idle"
+        ? newPending(this.#key(null), null, "", false)
+        : null;
+    }
+    const id = typeof p.id === "number" ? p.id : null;
+    const key = p.id === (event.id ?? null) ? this.current.key : this.#key(id);
+    const pending = newPending(
+      key,
+      id,
+      String(p.user ?? ""),
+      p.replaces === true,
+    );
+    pending.reply = String(p.reply ?? "");
+    pending.think = String(p.think ?? "");
+    pending.tools = (Array.isArray(p.tools) ? p.tools : []).map(
+      (name) => ({ name: String(name), done: true }),
+    );
+    return pending;
+  }
+
+  /** A search sent with `ref` for `q`, which is now the query shown. */
+  searchSent(ref, q) {
+    this.query = q;
+    this.searches.set(ref, q);
+  }
+
+  /** The search box emptied: the conversations again, and late answers dropped. */
+  clearSearch() {
+    this.query = null;
+    this.results = null;
+    this.resultsFor = null;
+  }
+
+  /** Whether `q`'s results are shown or on their way. */
+  searching(q) {
+    return this.resultsFor === q || [...this.searches.values()].includes(q);
   }
 
   /** Applies one event; returns the set of parts that changed: `turns`, `pending`, `status`, `list`, `confirms`, `notices`. */
@@ -148,29 +214,18 @@ export class CanvasModel {
           ? { ...event.backend }
           : null;
         this.#setCurrent(event.id ?? null, event.turns, event.private);
-        this.pending = null;
+        this.pending = this.#helloPending(event);
         this.confirms = new Map();
-        if (event.pending) {
-          const p = event.pending;
-          this.pending = newPending(
-            this.current.key,
-            String(p.user ?? ""),
-            false,
-          );
-          this.pending.reply = String(p.reply ?? "");
-          this.pending.think = String(p.think ?? "");
-          this.pending.tools = (Array.isArray(p.tools) ? p.tools : []).map(
-            (name) => ({ name: String(name), done: true }),
-          );
-          this.pending.replaces = p.replaces === true;
-          for (const item of pendingConfirms(p)) {
-            this.confirms.set(item.call, {
-              call: item.call,
-              tool: item.tool,
-              args: item.args,
-            });
-          }
+        const waiting = helloConfirm(event);
+        if (waiting) {
+          this.confirms.set(waiting.call, {
+            call: waiting.call,
+            tool: waiting.tool,
+            args: waiting.args,
+          });
         }
+        // Searches sent on an earlier connection are never answered.
+        this.searches.clear();
         for (const part of ["turns", "pending", "status", "confirms"]) {
           changed.add(part);
         }
@@ -183,11 +238,18 @@ export class CanvasModel {
           this.confirms.clear();
           changed.add("confirms");
         }
+        // Idle comes after a reply's end: one still held never gets its own.
+        if (this.state === "idle" && this.pending) {
+          this.pending = null;
+          changed.add("pending");
+        }
         changed.add("status");
         break;
       case "user":
+        // A turn starts in the daemon's current conversation: the one shown.
         this.pending = newPending(
           this.current.key,
+          this.current.id,
           String(event.text ?? ""),
           event.replaces === true,
         );
@@ -242,7 +304,10 @@ export class CanvasModel {
         break;
       case "error":
         if (event.turn === true) this.#failed(event, changed);
-        else this.#notice(String(event.message ?? "error"), "error");
+        else {
+          this.searches.delete(event.ref);
+          this.#notice(String(event.message ?? "error"), "error");
+        }
         changed.add("notices");
         break;
       case "ctx":
@@ -269,10 +334,17 @@ export class CanvasModel {
         changed.add("list");
         changed.add("status");
         break;
-      case "results":
+      case "results": {
+        // Paired with its query by ref; an answer to a query no longer in
+        // the box is dropped.
+        const q = this.searches.get(event.ref);
+        this.searches.delete(event.ref);
+        if (q === undefined || q !== this.query) break;
         this.results = Array.isArray(event.items) ? event.items : [];
+        this.resultsFor = q;
         changed.add("list");
         break;
+      }
       case "conversation":
         // A reply in flight stays shown when its conversation is reopened:
         // both have the key `id:N`.
@@ -311,16 +383,16 @@ export class CanvasModel {
     changed.add("status");
     if (!pending) return;
     const stopped = event.stopped === true;
+    const truncated = !stopped && event.truncated === true;
     const turn = {
       user: pending.user,
       reply: pending.reply,
       think: pending.think,
       tools: pending.tools,
-      status: stopped
-        ? "stopped"
-        : event.truncated === true
-        ? "truncated"
-        : null,
+      status: stopped ? "stopped" : truncated ? "truncated" : null,
+      ...(truncated && typeof event.truncated_by === "string"
+        ? { truncatedBy: event.truncated_by }
+        : {}),
     };
     const current = this.current;
     if (pending.key !== current.key) {
@@ -329,6 +401,7 @@ export class CanvasModel {
       }
       return;
     }
+    // Only a reply started under the conversation shown can have created it.
     if (!stopped && typeof event.id === "number" && current.id === null) {
       current.id = event.id;
       current.key = `id:${event.id}`;

@@ -42,6 +42,21 @@ const NOTES = {
   truncated: "cut short: the context or max_tokens ran out",
 };
 
+/** What cut a reply short, as `done.truncated_by` names it. */
+const CUT_BY = {
+  context: "cut short: the model's context is full",
+  max_tokens: "cut short: it reached max_tokens",
+};
+
+/** The note under a finished turn. */
+function noteText(turn) {
+  if (turn.status === "error") return turn.error ?? "the reply failed";
+  if (turn.status === "truncated") {
+    return CUT_BY[turn.truncatedBy] ?? NOTES.truncated;
+  }
+  return NOTES[turn.status] ?? "";
+}
+
 function lastStored(turns) {
   return turns.findLastIndex(isStored);
 }
@@ -162,11 +177,7 @@ function fillTurn(parts, turn, { live }) {
   drawTools(parts.tools, turn.tools);
   const status = live ? null : turn.status;
   parts.note.className = `note ${status ?? ""}`;
-  parts.note.textContent = status === "error"
-    ? turn.error ?? "the reply failed"
-    : status
-    ? NOTES[status]
-    : "";
+  parts.note.textContent = status ? noteText(turn) : "";
   parts.note.hidden = !status;
 }
 
@@ -186,6 +197,9 @@ export class CanvasView {
     if (changed.has("turns")) this.drawTurns(model);
     if (changed.has("pending") || changed.has("turns")) {
       this.drawPending(model);
+    }
+    if (["pending", "turns", "list"].some((part) => changed.has(part))) {
+      this.drawElsewhere(model);
     }
     if (changed.has("status")) this.drawStatus(model);
     if (changed.has("list")) this.drawList(model);
@@ -275,7 +289,21 @@ export class CanvasView {
       }
       fillTurn(this.#pending, pending, { live: true });
     });
-    $("elsewhere").hidden = !(model.pending && !pending);
+  }
+
+  /** The reply in flight in a conversation other than the one shown. */
+  drawElsewhere(model) {
+    const elsewhere = model.pending && !model.shownPending
+      ? model.pending
+      : null;
+    $("elsewhere").hidden = elsewhere === null;
+    if (elsewhere) {
+      // Named when it belongs to a saved conversation; one it will create
+      // has no name yet.
+      $("elsewhere-text").textContent = elsewhere.id === null
+        ? "A reply is streaming in another conversation."
+        : `A reply is streaming in “${model.titleOf(elsewhere.id)}”.`;
+    }
   }
 
   /** Header, state, backend, context meter and the composer's buttons. */

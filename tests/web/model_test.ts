@@ -1,20 +1,43 @@
 /**
- * The page's model of the daemon (web/model.js), fed events shaped as the
- * README and SPEC sections 4 and 11 define them, including the ones a
- * daemon adds with references, the context budget, the backend, conversation
- * control and approvals: each is shown once it arrives, and its absence
- * shows nothing.
+ * The page's model of the daemon (web/model.js), fed events shaped exactly
+ * as the daemon sends them (the `Event` type of src/protocol.ts, which
+ * `helloEvent` in src/assistant/status.ts and the reply loop build): the
+ * reply in flight for a late tab and which conversation it belongs to,
+ * references, the context budget, the backend, conversation control,
+ * approvals and search.
  */
 import assert from "node:assert/strict";
 import { CanvasModel } from "../../web/model.js";
+import type {
+  BackendView,
+  Event,
+  HelloPending,
+  TurnView,
+} from "../../src/protocol.ts";
 
-function hello(extra: Record<string, unknown> = {}) {
+type Hello = Extract<Event, { type: "hello" }>;
+/** What the daemon's socket carries, one line each. */
+type Wire = Event;
+
+const BACKEND_UP: BackendView = {
+  state: "up",
+  url: "http://127.0.0.1:8080",
+  model: "tiny",
+  ctx_max: 4096,
+  message: null,
+};
+
+/** A `hello` as `helloEvent` builds it: every field present. */
+function hello(extra: Partial<Hello> = {}): Hello {
   return {
     type: "hello",
     state: "idle",
     model: null,
     ctx_used: null,
     ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
+    backend: BACKEND_UP,
     id: null,
     turns: [],
     pending: null,
@@ -22,7 +45,15 @@ function hello(extra: Record<string, unknown> = {}) {
   };
 }
 
-function feed(model: CanvasModel, ...events: Record<string, unknown>[]) {
+/** `hello.pending`: the reply in flight and the conversation it belongs to. */
+function pending(
+  id: number | null,
+  extra: Partial<HelloPending> = {},
+): HelloPending {
+  return { id, user: "", reply: "", think: "", tools: [], ...extra };
+}
+
+function feed(model: CanvasModel, ...events: Wire[]) {
   const changed = new Set<string>();
   for (const event of events) {
     for (const part of model.apply(event)) changed.add(part);
@@ -30,13 +61,19 @@ function feed(model: CanvasModel, ...events: Record<string, unknown>[]) {
   return changed;
 }
 
-const turn = (user: string, reply: string, tools: string[] = []) => ({
+const turn = (user: string, reply: string, tools: string[] = []): TurnView => ({
   user,
   reply,
   tools,
 });
 
-Deno.test("a hello of today's daemon shows its conversation and no backend, meter parts or privacy", () => {
+const notices = (model: CanvasModel) =>
+  model.takeNotices().map((n: { text: string }) => n.text);
+
+/** Read afresh: an assertion on a getter narrows its type for later reads. */
+const shown = (model: CanvasModel) => model.shownPending;
+
+Deno.test("a hello shows its conversation, the backend and the meter", () => {
   const model = new CanvasModel();
   feed(
     model,
@@ -45,17 +82,14 @@ Deno.test("a hello of today's daemon shows its conversation and no backend, mete
       turns: [turn("Hi", "Hello.", ["date"])],
       ctx_used: 900,
       ctx_max: 4096,
+      ctx_sent: 1,
+      ctx_total: 1,
       model: "tiny",
     }),
   );
   assert.equal(model.greeted, true);
-  assert.equal(model.backend, null);
-  assert.deepEqual(model.ctx, {
-    used: 900,
-    max: 4096,
-    sent: null,
-    total: null,
-  });
+  assert.deepEqual(model.backend, BACKEND_UP);
+  assert.deepEqual(model.ctx, { used: 900, max: 4096, sent: 1, total: 1 });
   assert.equal(model.current.private, false);
   assert.equal(model.current.id, 4);
   assert.deepEqual(model.current.turns, [{
@@ -66,6 +100,7 @@ Deno.test("a hello of today's daemon shows its conversation and no backend, mete
     status: null,
   }]);
   assert.equal(model.pending, null);
+  assert.equal(model.busy, false);
 });
 
 Deno.test("a turn streams into the reply in flight and is kept at done", () => {
@@ -97,7 +132,7 @@ Deno.test("a turn streams into the reply in flight and is kept at done", () => {
   const changed = feed(
     model,
     { type: "done", id: 7, stopped: false, ref: "web-1" },
-    { type: "ctx", used: 1200, max: 4096 },
+    { type: "ctx", used: 1200, max: 4096, sent: 0, total: 0 },
     { type: "state", state: "idle" },
   );
   assert.ok(changed.has("turns"));
@@ -140,7 +175,7 @@ Deno.test("a stopped reply is shown as stopped, a failed one with its error", ()
   assert.equal(model.current.turns.length, 2);
 });
 
-Deno.test("a tab that joins mid-reply starts from hello.pending", () => {
+Deno.test("a tab that joins mid-reply shows hello.pending when it is the shown conversation's", () => {
   const model = new CanvasModel();
   feed(
     model,
@@ -148,17 +183,18 @@ Deno.test("a tab that joins mid-reply starts from hello.pending", () => {
       state: "thinking",
       id: 3,
       turns: [turn("First", "One.")],
-      pending: {
+      pending: pending(3, {
         user: "Second",
         reply: "So far",
         think: "Hm",
         tools: ["date"],
-      },
+      }),
     }),
   );
   assert.equal(model.busy, true);
   assert.deepEqual(model.shownPending, {
     key: "id:3",
+    id: 3,
     user: "Second",
     reply: "So far",
     think: "Hm",
@@ -176,6 +212,139 @@ Deno.test("a tab that joins mid-reply starts from hello.pending", () => {
   );
 });
 
+Deno.test("a late tab in the unsaved conversation a reply will create shows it and takes its id at done", () => {
+  const model = new CanvasModel();
+  feed(
+    model,
+    hello({
+      state: "thinking",
+      id: null,
+      pending: pending(null, { user: "First question", reply: "Par" }),
+    }),
+  );
+  assert.equal(shown(model)?.reply, "Par");
+  feed(
+    model,
+    { type: "token", delta: "tly" },
+    { type: "done", id: 8, stopped: false },
+    { type: "state", state: "idle" },
+  );
+  assert.equal(model.current.id, 8);
+  assert.deepEqual(model.current.turns.map((t: { reply: string }) => t.reply), [
+    "Partly",
+  ]);
+});
+
+Deno.test("a late tab showing another conversation than the reply's keeps that reply out of it", () => {
+  const model = new CanvasModel();
+  feed(
+    model,
+    hello({
+      state: "thinking",
+      id: 3,
+      turns: [turn("Here", "Shown.")],
+      pending: pending(5, { user: "Over there", reply: "Stream" }),
+    }),
+    {
+      type: "conversations",
+      items: [
+        { id: 5, title: "Over there", updated: 2 },
+        { id: 3, title: "Here", updated: 1 },
+      ],
+    },
+  );
+  assert.equal(model.busy, true);
+  assert.equal(shown(model), null);
+  assert.equal(model.pending?.id, 5);
+  feed(model, { type: "token", delta: "ing" });
+  assert.equal(shown(model), null);
+  // Opened while it streams: it shows there, with what came so far.
+  feed(model, { type: "conversation", id: 5, turns: [] });
+  assert.equal(shown(model)?.reply, "Streaming");
+  feed(model, { type: "conversation", id: 3, turns: [turn("Here", "Shown.")] });
+  feed(
+    model,
+    { type: "done", id: 5, stopped: false },
+    { type: "state", state: "idle" },
+  );
+  assert.equal(model.current.id, 3);
+  assert.deepEqual(model.current.turns.map((t: { reply: string }) => t.reply), [
+    "Shown.",
+  ]);
+  assert.deepEqual(notices(model), ["The reply was saved in “Over there”."]);
+});
+
+Deno.test("a late tab after new during a reply stays in the new conversation and never takes the reply's id", () => {
+  const model = new CanvasModel();
+  feed(
+    model,
+    hello({
+      state: "thinking",
+      id: null,
+      pending: pending(5, { user: "Still going", reply: "Part" }),
+    }),
+  );
+  assert.equal(shown(model), null);
+  assert.equal(model.busy, true);
+  feed(
+    model,
+    { type: "token", delta: " two" },
+    { type: "done", id: 5, stopped: false },
+    { type: "ctx", used: 300, max: 4096, sent: 2, total: 2 },
+    { type: "state", state: "idle" },
+  );
+  assert.equal(model.current.id, null);
+  assert.deepEqual(model.current.turns, []);
+  assert.equal(model.title, "New conversation");
+  assert.equal(model.busy, false);
+});
+
+Deno.test("a late tab gets pending null while a reply runs that will create its own conversation: it streams elsewhere", () => {
+  const model = new CanvasModel();
+  // `new` during the first reply of an unsaved conversation: both ids
+  // would be null, so the daemon leaves the reply out; `state` says it runs.
+  feed(model, hello({ state: "thinking", id: null, pending: null }));
+  assert.equal(model.busy, true);
+  assert.equal(shown(model), null);
+  assert.notEqual(model.pending, null);
+  feed(
+    model,
+    { type: "think", delta: "Hm" },
+    { type: "token", delta: "Not here" },
+  );
+  assert.equal(shown(model), null);
+  feed(
+    model,
+    { type: "done", id: 6, stopped: false },
+    { type: "state", state: "idle" },
+  );
+  assert.equal(model.current.id, null);
+  assert.deepEqual(model.current.turns, []);
+  assert.equal(model.busy, false);
+  assert.deepEqual(notices(model), [
+    "The reply was saved in “Conversation 6”.",
+  ]);
+  // Its next reply is the shown conversation's again.
+  feed(
+    model,
+    { type: "user", text: "Mine" },
+    { type: "token", delta: "Yes." },
+    { type: "done", id: 7, stopped: false },
+  );
+  assert.equal(model.current.id, 7);
+  assert.equal(model.current.turns.length, 1);
+});
+
+Deno.test("idle ends a reply the tab never saw end", () => {
+  const model = new CanvasModel();
+  feed(model, hello({ state: "thinking", pending: null }));
+  assert.equal(model.busy, true);
+  const changed = feed(model, { type: "state", state: "idle" });
+  assert.ok(changed.has("pending"));
+  assert.equal(model.pending, null);
+  assert.equal(model.busy, false);
+});
+
 Deno.test("a reply goes on streaming in the conversation it started in when another is opened", () => {
   const model = new CanvasModel();
   feed(model, hello({ id: 1, turns: [turn("a", "b")] }));
@@ -188,8 +357,6 @@ Deno.test("a reply goes on streaming in the conversation it started in when anot
   assert.notEqual(model.pending, null);
   // Reopened while it streams: shown again.
   feed(model, { type: "conversation", id: 1, turns: [turn("a", "b")] });
-  // Read afresh: the assertion above narrowed the getter's type.
-  const shown = (m: CanvasModel) => m.shownPending;
   assert.equal(shown(model)?.reply, "Part");
   feed(model, { type: "conversation", id: 2, turns: [turn("x", "y")] });
   feed(model, {
@@ -198,12 +365,11 @@ Deno.test("a reply goes on streaming in the conversation it started in when anot
   });
   feed(model, { type: "done", id: 1, stopped: false });
   assert.equal(model.current.turns.length, 1);
-  assert.deepEqual(model.takeNotices().map((n: { text: string }) => n.text), [
-    "The reply was saved in “a”.",
-  ]);
+  assert.equal(model.current.id, 2);
+  assert.deepEqual(notices(model), ["The reply was saved in “a”."]);
 });
 
-Deno.test("11.2: the meter shows sent and total, and a cut reply says so", () => {
+Deno.test("11.2: the meter shows sent and total, and a cut reply says what cut it", () => {
   const model = new CanvasModel();
   feed(
     model,
@@ -216,9 +382,32 @@ Deno.test("11.2: the meter shows sent and total, and a cut reply says so", () =>
     model,
     { type: "user", text: "More" },
     { type: "token", delta: "Cut" },
-    { type: "done", id: 9, stopped: false, truncated: true },
+    {
+      type: "done",
+      id: 9,
+      stopped: false,
+      truncated: true,
+      truncated_by: "context",
+    },
+    { type: "user", text: "Shorter" },
+    { type: "token", delta: "Cut too" },
+    {
+      type: "done",
+      id: 9,
+      stopped: false,
+      truncated: true,
+      truncated_by: "max_tokens",
+    },
+    { type: "user", text: "Whole" },
+    { type: "done", id: 9, stopped: false },
   );
-  assert.equal(model.current.turns.at(-1)!.status, "truncated");
+  assert.deepEqual(
+    model.current.turns.map((t) => [
+      t.status,
+      t.truncatedBy,
+    ]),
+    [["truncated", "context"], ["truncated", "max_tokens"], [null, undefined]],
+  );
 });
 
 Deno.test("11.3: the backend from hello and its changes", () => {
@@ -367,13 +556,11 @@ Deno.test("11.5: a tool call waits for approval, in hello too, and every tab clo
     late,
     hello({
       state: "confirm",
-      pending: {
+      tool: "weather",
+      pending: pending(null, {
         user: "Weather in Paris?",
-        reply: "",
-        think: "",
-        tools: [],
         confirm: { call: "c2", tool: "weather", args: { place: "Paris" } },
-      },
+      }),
     }),
   );
   assert.equal(late.confirms.get("c2")?.tool, "weather");
@@ -383,4 +570,111 @@ Deno.test("11.5: a tool call waits for approval, in hello too, and every tab clo
     state: "idle",
   });
   assert.equal(late.confirms.size, 0);
+});
+
+Deno.test("11.5: a late tab takes the waiting call from hello.confirm, whichever conversation it shows", () => {
+  const call = { call: "c3", tool: "weather", args: { place: "Oslo" } };
+  // The reply is in another conversation than the one shown.
+  const elsewhere = new CanvasModel();
+  feed(
+    elsewhere,
+    hello({
+      state: "confirm",
+      tool: "weather",
+      id: 2,
+      pending: pending(7, { user: "Weather?", confirm: call }),
+      confirm: call,
+    }),
+  );
+  assert.equal(shown(elsewhere), null);
+  assert.deepEqual([...elsewhere.confirms.values()], [call]);
+  // Opening another conversation leaves the prompt: approvals are shared.
+  feed(elsewhere, { type: "conversation", id: 3, turns: [] });
+  assert.deepEqual([...elsewhere.confirms.values()], [call]);
+  feed(elsewhere, { type: "approved", call: "c3", allow: true });
+  assert.equal(elsewhere.confirms.size, 0);
+  assert.deepEqual(elsewhere.pending?.tools, [{
+    name: "weather",
+    allowed: true,
+  }]);
+
+  // The reply is left out of the hello (`pending: null`): only
+  // hello.confirm tells of the call.
+  const left = new CanvasModel();
+  feed(
+    left,
+    hello({ state: "confirm", tool: "weather", pending: null, confirm: call }),
+  );
+  assert.deepEqual([...left.confirms.values()], [call]);
+  assert.equal(shown(left), null);
+  assert.equal(left.busy, true);
+
+  // hello.confirm wins over pending.confirm; nothing waits without either.
+  const both = new CanvasModel();
+  feed(
+    both,
+    hello({
+      state: "confirm",
+      pending: pending(null, { confirm: { ...call, call: "old" } }),
+      confirm: call,
+    }),
+  );
+  assert.deepEqual([...both.confirms.keys()], ["c3"]);
+  feed(both, hello({ state: "thinking", pending: pending(null) }));
+  assert.equal(both.confirms.size, 0);
+});
+
+Deno.test("search results are paired with their query by ref", () => {
+  const model = new CanvasModel();
+  feed(model, hello());
+  const hit = (id: number, title: string) => ({
+    id,
+    title,
+    snippet: `**${title}**`,
+  });
+
+  // Typed on: the first query's answer comes after the second was sent.
+  model.searchSent("web-2", "ca");
+  model.searchSent("web-3", "cat");
+  assert.equal(model.searching("cat"), true);
+  const stale = feed(model, {
+    type: "results",
+    items: [hit(1, "car")],
+    ref: "web-2",
+  });
+  assert.equal(stale.has("list"), false);
+  assert.equal(model.results, null);
+  feed(model, { type: "results", items: [hit(2, "cat")], ref: "web-3" });
+  assert.deepEqual(model.results, [hit(2, "cat")]);
+  assert.equal(model.resultsFor, "cat");
+
+  // A search that fails is answered by its error: the next query's results
+  // are that query's.
+  model.searchSent("web-4", "dog");
+  feed(model, { type: "error", message: "search failed", ref: "web-4" });
+  assert.deepEqual(notices(model), ["search failed"]);
+  assert.equal(model.searching("dog"), false);
+  model.searchSent("web-5", "dog");
+  feed(model, { type: "results", items: [hit(3, "dog")], ref: "web-5" });
+  assert.equal(model.resultsFor, "dog");
+  assert.deepEqual(model.results, [hit(3, "dog")]);
+
+  // The box emptied before the answer came: the conversations stay.
+  model.searchSent("web-6", "emu");
+  model.clearSearch();
+  const late = feed(model, {
+    type: "results",
+    items: [hit(4, "emu")],
+    ref: "web-6",
+  });
+  assert.equal(late.has("list"), false);
+  assert.equal(model.results, null);
+  assert.equal(model.resultsFor, null);
+  // Another command's answer, or another connection's, is no search's.
+  model.searchSent("web-7", "fox");
+  feed(model, { type: "results", items: [hit(5, "x")], ref: "web-1" });
+  assert.equal(model.results, null);
+  // A new connection's hello: searches sent before it are never answered.
+  feed(model, hello());
+  assert.equal(model.searching("fox"), false);
 });

@@ -145,11 +145,21 @@ async function stack(hello: Record<string, unknown>) {
   const home = await Deno.makeTempDir({ prefix: "da-web-proto-" });
   const runtime = join(home, "run");
   await Deno.mkdir(runtime, { mode: 0o700 });
+  // Every field the daemon's `hello` carries (`helloEvent`).
   const daemon = new ScriptedDaemon(runtime, {
     state: "idle",
     model: null,
     ctx_used: null,
     ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
+    backend: {
+      state: "up",
+      url: "http://127.0.0.1:8080",
+      model: "qwen3-8b",
+      ctx_max: 4096,
+      message: null,
+    },
     id: null,
     turns: [],
     pending: null,
@@ -349,11 +359,18 @@ pageTest(
     await shows(page, ".turn.live .reply", "A better ranking.");
     assert.equal(await hidden(page, ".turn.last-stored"), true);
     await daemon.send(
-      { type: "done", id: 12, stopped: false, replaces: true, truncated: true },
+      {
+        type: "done",
+        id: 12,
+        stopped: false,
+        replaces: true,
+        truncated: true,
+        truncated_by: "max_tokens",
+      },
       { type: "state", state: "idle" },
     );
     await shows(page, ".turn.last .reply", "A better ranking.");
-    await shows(page, ".turn.last .note", "cut short");
+    await shows(page, ".turn.last .note", "cut short: it reached max_tokens");
     assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 2);
 
     // ↑ in the empty input edits the last question.
@@ -429,5 +446,187 @@ pageTest(
     await daemon.send({ type: "conversation", id: null, turns: [] });
     await shows(page, "#notices", "no private conversations yet");
     assert.equal(await hidden(page, "#private-badge"), true);
+  },
+);
+
+pageTest(
+  "a tab opened while a reply streams in another conversation than the shown one keeps it out, and renames the shown one",
+  async () => {
+    await using s = await stack({
+      state: "thinking",
+      id: 12,
+      turns: TURNS,
+      pending: {
+        id: 15,
+        user: "Meanwhile?",
+        reply: "Streaming",
+        think: "",
+        tools: [],
+      },
+    });
+    const { page, daemon } = s;
+    await daemon.send({
+      type: "conversations",
+      items: [
+        { id: 15, title: "Meanwhile?", updated: 1_700_000_100 },
+        { id: 12, title: "What is FTS5?", updated: 1_700_000_000 },
+      ],
+    });
+    await shows(page, "#title", "What is FTS5?");
+    await shows(
+      page,
+      "#elsewhere-text",
+      "A reply is streaming in “Meanwhile?”.",
+    );
+    assert.equal(await hidden(page, "#elsewhere"), false);
+    assert.equal(await hidden(page, "#stop"), false);
+    await daemon.send({ type: "token", delta: " on" });
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as {
+          daCanvas: { model: { pending: { reply: string } } };
+        })
+          .daCanvas.model.pending.reply === "Streaming on",
+      POLL,
+    );
+    assert.equal(await page.$$eval(".turn.live", (nodes) => nodes.length), 0);
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 2);
+    await screenshot(page, "14-reply-elsewhere");
+    await daemon.send(
+      { type: "done", id: 15, stopped: false },
+      { type: "state", state: "idle" },
+    );
+    await shows(page, "#notices", "The reply was saved in “Meanwhile?”.");
+    assert.equal(await hidden(page, "#elsewhere"), true);
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 2);
+    await shows(page, ".turn.last .reply", "A ranking.");
+    await page.keyboard.press("F2");
+    await page.keyboard.down("Control");
+    await page.keyboard.press("a");
+    await page.keyboard.up("Control");
+    await page.keyboard.type("Full-text search");
+    await page.keyboard.press("Enter");
+    const rename = await daemon.command("rename");
+    assert.deepEqual([rename.id, rename.title], [12, "Full-text search"]);
+  },
+);
+
+pageTest(
+  "11.5: a tab opened while a call waits finds it in hello.confirm even when the hello leaves the reply out",
+  async () => {
+    const call = { call: "c9", tool: "weather", args: { place: "Oslo" } };
+    await using s = await stack({
+      state: "confirm",
+      tool: "weather",
+      id: null,
+      pending: null,
+      confirm: call,
+    });
+    const { page, daemon } = s;
+    await shows(page, "#confirms", 'Run weather with {"place":"Oslo"}?');
+    await shows(
+      page,
+      "#elsewhere-text",
+      "A reply is streaming in another conversation.",
+    );
+    assert.equal(await hidden(page, "#elsewhere"), false);
+    await page.click("#confirms .allow");
+    const approve = await daemon.command("approve");
+    assert.deepEqual([approve.call, approve.allow], ["c9", true]);
+    await daemon.send(
+      { type: "approved", call: "c9", allow: true },
+      { type: "state", state: "tool", tool: "weather" },
+      { type: "tool", name: "weather", done: false },
+      { type: "tool", name: "weather", done: true },
+      { type: "state", state: "thinking" },
+      { type: "token", delta: "Cold." },
+      { type: "done", id: 4, stopped: false },
+      { type: "state", state: "idle" },
+    );
+    await page.waitForFunction(
+      () => document.querySelector("#confirms")?.hidden === true,
+      POLL,
+    );
+    await shows(page, "#state", "idle");
+    // The reply made conversation 4; the tab still shows its new one.
+    await shows(page, "#title", "New conversation");
+    assert.equal(await page.$$eval(".turn", (nodes) => nodes.length), 0);
+    assert.equal(
+      await page.$eval(
+        "#rename",
+        (node) => (node as unknown as { disabled: boolean }).disabled,
+      ),
+      true,
+    );
+  },
+);
+
+pageTest(
+  "search answers are paired with their query by ref: a failed search shifts nothing, and an answer after the box is emptied shows nothing",
+  async () => {
+    await using s = await stack({});
+    const { page, daemon } = s;
+    await daemon.send({
+      type: "conversations",
+      items: [
+        { id: 1, title: "Pancakes", updated: 1_700_000_100 },
+        { id: 2, title: "Capital of Italy", updated: 1_700_000_000 },
+      ],
+    });
+    await shows(page, "#list", "Pancakes");
+    await page.focus("#search");
+    await page.keyboard.type("pan");
+    const failed = await daemon.command("search");
+    assert.equal(failed.q, "pan");
+    await daemon.send({
+      type: "error",
+      message: "search failed",
+      ref: failed.ref,
+    });
+    await shows(page, "#notices", "search failed");
+
+    await page.keyboard.type("c");
+    const next = await daemon.command("search");
+    assert.equal(next.q, "panc");
+    assert.notEqual(next.ref, failed.ref);
+    await daemon.send({
+      type: "results",
+      items: [{ id: 1, title: "Pancakes", snippet: "**Panc**akes" }],
+      ref: next.ref,
+    });
+    await shows(page, "#list-label", "Results");
+    await shows(page, "#list mark", "Panc");
+    // Enter takes the first result: these results are the box's query's.
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(
+      () =>
+        (globalThis as unknown as {
+          document: { activeElement: { dataset?: { id?: string } } };
+        }).document.activeElement.dataset?.id === "1",
+      POLL,
+    );
+
+    await page.focus("#search");
+    await page.keyboard.type("x");
+    const late = await daemon.command("search");
+    assert.equal(late.q, "pancx");
+    await page.keyboard.press("Escape");
+    await shows(page, "#list-label", "Conversations");
+    await daemon.send(
+      {
+        type: "results",
+        items: [{ id: 2, title: "Capital of Italy", snippet: "**x**" }],
+        ref: late.ref,
+      },
+      // Drawn after the answer above: once it shows, that answer was read.
+      { type: "renamed", id: 1, title: "Pancakes, renamed" },
+    );
+    await shows(page, "#list", "Pancakes, renamed");
+    await shows(page, "#list-label", "Conversations");
+    assert.equal(
+      await page.$$eval("#list button.conv", (nodes) => nodes.length),
+      2,
+    );
+    assert.equal(await page.$$eval("#list mark", (nodes) => nodes.length), 0);
   },
 );

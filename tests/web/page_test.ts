@@ -15,8 +15,20 @@ import {
 } from "../support/browser.ts";
 import { within } from "../support/client_harness.ts";
 import { Daemon } from "../support/daemon_harness.ts";
-import { FakeLlm, gated, hold, reply } from "../support/fake_llm.ts";
-import { SocketClient } from "../support/socket_client.ts";
+import {
+  FakeLlm,
+  type FakeLlmOptions,
+  gated,
+  hold,
+  reply,
+  type Script,
+} from "../support/fake_llm.ts";
+import {
+  type EventOf,
+  isIdle,
+  type Received,
+  SocketClient,
+} from "../support/socket_client.ts";
 import { WebProcess } from "../support/web_harness.ts";
 
 /** The page's globals, as the functions run in the browser see them. */
@@ -64,8 +76,9 @@ const FIXTURE_TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname
 async function stack(
   extraFlags: string[] = [],
   daemonOptions: { config?: string; toolsDirs?: string[] } = {},
+  llmOptions: FakeLlmOptions = {},
 ) {
-  const llm = await FakeLlm.start();
+  const llm = await FakeLlm.start(llmOptions);
   const daemon = await Daemon.start({ llmUrl: llm.url, ...daemonOptions });
   const web = await WebProcess.start(
     daemon.paths.socketPath,
@@ -167,6 +180,44 @@ async function settled(page: Page): Promise<void> {
 
 const LIVE = ".turn.live .reply";
 const LAST = ".turn.last .reply";
+
+/** Whether a button is disabled. */
+function disabled(page: Page, selector: string): Promise<boolean> {
+  return page.$eval(
+    selector,
+    (node) => (node as unknown as { disabled: boolean }).disabled,
+  );
+}
+
+/** Waits until the tab shows the reply in flight as streaming in another conversation. */
+async function elsewhere(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => {
+      const model = (globalThis as {
+        daCanvas?: { model: { pending: unknown; shownPending: unknown } };
+      }).daCanvas?.model;
+      return model?.pending != null && model.shownPending === null &&
+        document.querySelector("#elsewhere")?.hidden === false;
+    },
+    POLL,
+  );
+}
+
+/** Waits until the tab is idle and has drawn it: no Stop, no reply elsewhere. */
+async function drawnIdle(page: Page): Promise<void> {
+  await settled(page);
+  await page.waitForFunction(
+    () =>
+      document.querySelector("#elsewhere")?.hidden === true &&
+      document.querySelector("#stop")?.hidden === true,
+    POLL,
+  );
+}
+
+/** A reply of `n` tokens of the fake, one word each. */
+function long(n: number): Script {
+  return reply({ content: Array.from({ length: n }, () => " story") });
+}
 
 pageTest("ask, watch the tokens stream, and stop with Esc", async () => {
   await using s = await stack();
@@ -603,6 +654,189 @@ pageTest(
     await shows(first, ".turn.last .tools", "echo_args");
     await shows(late, LAST, "It echoed.");
     await settled(late);
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest(
+  "a late tab keeps a reply of another conversation out of the one it shows, and a new conversation never takes its id",
+  async () => {
+    await using s = await stack();
+    const { llm, browser, web } = s;
+    const first = await openCanvas(browser, web);
+
+    // New during the first reply of an unsaved conversation: the reply
+    // will create a conversation the late tab does not show, and its
+    // hello leaves it out (pending null, state thinking).
+    const gate = Promise.withResolvers<void>();
+    llm.enqueue(gated("Made", gate.promise, " elsewhere."));
+    await ask(first, "First question");
+    await shows(first, LIVE, "Made");
+    await click(first, "#new");
+    // The daemon took the `new`: a tab that connects now gets its hello.
+    await elsewhere(first);
+    const late = await openCanvas(browser, web);
+    await elsewhere(late);
+    await shows(late, "#elsewhere-text", "another conversation");
+    assert.ok(await visible(late, "#stop"), "the stop button shows");
+    assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 0);
+    await screenshot(late, "15-late-tab-reply-elsewhere");
+    gate.resolve();
+    await drawnIdle(late);
+    await shows(late, "#list", "First question");
+    assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 0);
+    assert.equal(await textOf(late, "#title"), "New conversation");
+    assert.ok(await disabled(late, "#rename"), "nothing to rename");
+    assert.ok(await disabled(late, "#delete"), "nothing to delete");
+    await shows(late, "#notices", "The reply was saved in");
+
+    // A reply in conversation 1, then New: the late tab's hello has
+    // `id: null` and `pending.id: 1`.
+    await shows(first, "#list", "First question");
+    await click(first, "#list button.conv");
+    await shows(first, LAST, "Made elsewhere.");
+    const second = Promise.withResolvers<void>();
+    llm.enqueue(gated("Second", second.promise, " reply."));
+    await ask(first, "Second question");
+    await shows(first, LIVE, "Second");
+    await click(first, "#new");
+    await elsewhere(first);
+    const third = await openCanvas(browser, web);
+    await elsewhere(third);
+    await shows(
+      third,
+      "#elsewhere-text",
+      "A reply is streaming in “First question”.",
+    );
+    assert.equal(await third.$$eval(".turn", (nodes) => nodes.length), 0);
+    second.resolve();
+    await drawnIdle(third);
+    assert.equal(await third.$$eval(".turn", (nodes) => nodes.length), 0);
+    assert.equal(await textOf(third, "#title"), "New conversation");
+    assert.ok(await disabled(third, "#rename"), "nothing to rename");
+    assert.ok(await disabled(third, "#export-md"), "nothing to export");
+    assert.equal(
+      await third.evaluate(() =>
+        (globalThis as unknown as {
+          daCanvas: { model: { current: { id: number | null } } };
+        }).daCanvas.model.current.id
+      ),
+      null,
+    );
+    // The reply is where it was asked.
+    await click(third, "#list button.conv");
+    await shows(third, LAST, "Second reply.");
+    assert.equal(await third.$$eval(".turn", (nodes) => nodes.length), 2);
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest(
+  "11.2: the context meter says how many earlier turns were sent, live and in a late tab, and a reply cut by the context says so",
+  async () => {
+    await using s = await stack(
+      [],
+      { config: "reply_reserve = 512\nhistory_turns = 20\n" },
+      { models: [{ id: "/srv/models/tiny.gguf", nCtx: 2048 }] },
+    );
+    const { llm, daemon, browser, web } = s;
+    const page = await openCanvas(browser, web);
+    await using client = await SocketClient.connect(daemon.paths.socketPath);
+    await client.next("hello");
+    // Long turns until the history no longer fits the context whole.
+    const ctxOf = (events: Received[]) =>
+      events.find((event) => event.type === "ctx") as
+        | EventOf<"ctx">
+        | undefined;
+    let ctx: EventOf<"ctx"> | undefined;
+    for (let i = 0; i < 12 && !(ctx && ctx.sent < ctx.total); i++) {
+      llm.enqueue(long(150));
+      await client.send({ type: "ask", text: `Question ${i}: a long story` });
+      ctx = ctxOf(await client.until(isIdle));
+    }
+    assert.ok(
+      ctx && ctx.sent < ctx.total,
+      `older turns were left out: ${JSON.stringify(ctx)}`,
+    );
+    const meter = `context ${
+      ctx.used.toLocaleString("en-US")
+    } / 2,048 · ${ctx.sent} of ${ctx.total} earlier turns sent`;
+    await shows(page, "#ctx-text", meter);
+    // A tab opened now reads the same from its hello.
+    const late = await openCanvas(browser, web);
+    await shows(late, "#ctx-text", meter);
+
+    // A reply that fills the context: the fake ends it with "length".
+    llm.enqueue(long(5000));
+    await ask(late, "Tell me everything");
+    const events = await client.until(isIdle);
+    assert.deepEqual(
+      events.filter((event) => event.type === "done").map((event) => [
+        event.truncated,
+        event.truncated_by,
+      ]),
+      [[true, "context"]],
+    );
+    await shows(
+      late,
+      ".turn.last .note",
+      "cut short: the model's context is full",
+    );
+    await shows(
+      page,
+      ".turn.last .note",
+      "cut short: the model's context is full",
+    );
+    const after = ctxOf(events)!;
+    assert.equal(after.used, 2048);
+    if (after.sent < after.total) {
+      await shows(
+        page,
+        "#ctx-text",
+        `${after.sent} of ${after.total} earlier turns sent`,
+      );
+    }
+    await screenshot(late, "16-context-cut-short");
+    assert.deepEqual(browser.errors, []);
+  },
+);
+
+pageTest(
+  "11.5: a tab opened while a call waits in a reply the hello leaves out finds it in hello.confirm and allows it",
+  async () => {
+    await using s = await stack([], {
+      toolsDirs: [FIXTURE_TOOLS],
+      config: 'confirm_tools = ["echo_args"]\n',
+    });
+    const { llm, browser, web } = s;
+    const first = await openCanvas(browser, web);
+    llm.enqueue(
+      reply({
+        toolCalls: [{ name: "echo_args", arguments: '{"text":"elsewhere"}' }],
+      }),
+      reply({ content: ["Echoed ", "elsewhere."] }),
+    );
+    await ask(first, "Echo from afar");
+    await shows(first, "#confirms", "Run echo_args with");
+    // New while the call waits: the reply will create a conversation the
+    // current one is not, so a hello leaves the reply out.
+    await click(first, "#new");
+    await elsewhere(first);
+    const late = await openCanvas(browser, web);
+    await shows(late, "#confirms", '"text":"elsewhere"');
+    await elsewhere(late);
+    await click(late, "#confirms .allow");
+    await first.waitForFunction(
+      () => document.querySelector("#confirms")?.hidden === true,
+      POLL,
+    );
+    await drawnIdle(late);
+    assert.equal(await late.$$eval(".turn", (nodes) => nodes.length), 0);
+    assert.equal(await textOf(late, "#title"), "New conversation");
+    await shows(late, "#list", "Echo from afar");
+    await click(late, "#list button.conv");
+    await shows(late, LAST, "Echoed elsewhere.");
+    await shows(late, ".turn.last .tools", "echo_args");
     assert.deepEqual(browser.errors, []);
   },
 );
