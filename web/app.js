@@ -40,6 +40,11 @@ const socketUrl = `ws://${location.host}/${token}/ws`;
 let ws = null;
 let attempt = 0;
 let refs = 0;
+// Every client sees every turn's refs: a random part keeps this tab's own.
+const TAB = Array.from(
+  crypto.getRandomValues(new Uint8Array(4)),
+  (byte) => byte.toString(16).padStart(2, "0"),
+).join("");
 let askedPrivate = false;
 
 function connect() {
@@ -79,7 +84,7 @@ function send(command) {
     );
     return null;
   }
-  const ref = `web-${++refs}`;
+  const ref = `web-${TAB}-${++refs}`;
   stats.sentAt[command.type] = performance.now();
   ws.send(JSON.stringify({ ...command, ref }));
   return ref;
