@@ -13,7 +13,6 @@ import { clearSocketPath } from "./server/socket_path.ts";
 import { Store } from "./store/store.ts";
 import { groupKillHelper } from "./tools/runner.ts";
 import { loadTools } from "./tools/load.ts";
-import { McpHub } from "./tools/mcp.ts";
 import { planMcp } from "./tools/mcp_plan.ts";
 import { within } from "./within.ts";
 import { VERSION } from "./version.ts";
@@ -134,14 +133,18 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   for (const { name, reason } of mcpPlan.leftOut) {
     log.warn("mcp server left out", { server: name, reason });
   }
-  await using mcp = new McpHub(mcpPlan.servers, {
-    defaultTimeout: config.tool_timeout,
-    outputLimit: config.tool_output_limit,
-    version: VERSION,
-    cwd: paths.configDir,
-  });
+  // The MCP client library takes about 0.4 s and 20 MB to load: only a
+  // config that names servers pays for it.
+  await using mcp = mcpPlan.servers.length === 0
+    ? null
+    : new (await import("./tools/mcp.ts")).McpHub(mcpPlan.servers, {
+      defaultTimeout: config.tool_timeout,
+      outputLimit: config.tool_output_limit,
+      version: VERSION,
+      cwd: paths.configDir,
+    });
   // A server slower than this joins once it is up; the socket need not wait.
-  await within(mcp.start(), MCP_START_WAIT_MS);
+  if (mcp) await within(mcp.start(), MCP_START_WAIT_MS);
   using store = new Store(paths.dbPath, { busy: () => replying() });
   // The worker (a second isolate loading node:sqlite) starts once the socket
   // listens, so it does not compete with start-up; a search before then
@@ -195,7 +198,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     tools: tools.length,
     skipped: skipped.length,
     mcp_servers: mcpPlan.servers.length,
-    mcp_tools: mcp.tools().length,
+    mcp_tools: mcp?.tools().length ?? 0,
   });
   const reason = await (options.stop ?? stopSignals!.promise);
   log.info("stopping", { reason });

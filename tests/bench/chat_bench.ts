@@ -188,7 +188,9 @@ export async function chatBenchmarks(
   smoke: boolean,
 ): Promise<GroupResult> {
   const tokens = answerTokens(sizes.tokens);
+  // A context that holds the long answers: the figure is drawing, not the budget.
   await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", nCtx: 1 << 20 }],
     defaultScript: reply({ content: tokens }),
   });
   await using daemon = await Daemon.start({ llmUrl: llm.url });

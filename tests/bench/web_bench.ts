@@ -147,7 +147,10 @@ export async function webBenchmarks(
     progress(`web: ${missing}`);
     return skipped(missing, sizes);
   }
-  await using llm = await FakeLlm.start();
+  // A context that holds the long replies: the figure is relaying, not the budget.
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", nCtx: 1 << 20 }],
+  });
   await using daemon = await Daemon.start({ llmUrl: llm.url });
   await using web = await WebProcess.start(
     daemon.paths.socketPath,
