@@ -332,23 +332,30 @@ Deno.test("a TCP reset mid-stream ends the reply with an error; the next ask wor
   await using client = await daemon.connect();
   await client.next("hello");
 
-  const release = llm.armReset();
-  await client.send({ type: "ask", text: "Will it break" });
-  const seen = await client.until((e) =>
-    e.type === "token" && e.delta === "tial "
-  );
-  assert.equal(tokens(seen), "partial ");
-  release();
-  const events = await client.until(isIdle);
-  assert.deepEqual(events, [
-    {
-      type: "error",
-      message: "llama-server closed the stream early",
-      turn: true,
-    },
-    { type: "state", state: "idle" },
-  ]);
-  assert.ok(await llm.reset(), "the kernel sent a reset");
+  // Closing with unread data makes the kernel send a reset, but under load
+  // it now and then closes in order instead: then the premise did not hold,
+  // and the same fault is played again (at most three times in all).
+  let reset = false;
+  for (let attempt = 0; attempt < 3 && !reset; attempt++) {
+    const release = llm.armReset();
+    await client.send({ type: "ask", text: "Will it break" });
+    const seen = await client.until((e) =>
+      e.type === "token" && e.delta === "tial "
+    );
+    assert.equal(tokens(seen), "partial ");
+    release();
+    const events = await client.until(isIdle);
+    assert.deepEqual(events, [
+      {
+        type: "error",
+        message: "llama-server closed the stream early",
+        turn: true,
+      },
+      { type: "state", state: "idle" },
+    ]);
+    reset = await llm.reset();
+  }
+  assert.ok(reset, "the kernel sent a reset");
   // The cause in the log is a broken read (named by class only, since a
   // cause's message may quote the stream), not an orderly end of the body.
   assert.match(
