@@ -2,6 +2,7 @@
  * Byte-bounded line framing for the socket protocol: bytes in, lines out,
  * with a hard cap so one client cannot make the daemon buffer without end.
  */
+import { concat } from "../bytes.ts";
 
 /** One framed line (without its `\n` and trailing `\r`), or a report of an over-long line. */
 export type LineChunk = { line: Uint8Array } | { tooLong: number };
@@ -53,7 +54,8 @@ export class LineStream extends TransformStream<Uint8Array, LineChunk> {
     const emitLine = (
       controller: TransformStreamDefaultController<LineChunk>,
     ) => {
-      let line = join(parts, held);
+      // Parts are views of the read buffer, which the next read reuses.
+      let line = parts.length === 1 ? parts[0]!.slice() : concat(parts);
       reset();
       if (line[line.length - 1] === CR) line = line.subarray(0, -1);
       if (line.length > maxBytes) controller.enqueue({ tooLong: line.length });
@@ -95,15 +97,4 @@ export class LineStream extends TransformStream<Uint8Array, LineChunk> {
       },
     });
   }
-}
-
-function join(parts: Uint8Array[], length: number): Uint8Array {
-  if (parts.length === 1 && parts[0] !== undefined) return parts[0].slice();
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

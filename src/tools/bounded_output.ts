@@ -1,4 +1,5 @@
 /** Byte-stream sinks that keep a bounded part of a tool's output while counting all of it. */
+import { concat } from "../bytes.ts";
 
 const decoder = new TextDecoder();
 
@@ -86,17 +87,4 @@ export class TailCollector {
     }
     return decoder.decode(buffer);
   }
-}
-
-/** Joins byte chunks into one array. */
-export function concat(chunks: Uint8Array[]): Uint8Array {
-  if (chunks.length === 1 && chunks[0]) return chunks[0];
-  const total = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }

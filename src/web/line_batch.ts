@@ -6,6 +6,7 @@
  * a second; grouped, it keeps up with the socket. Nothing waits to fill a
  * group: a slow stream still goes out one line at a time, at once.
  */
+import { concat } from "../bytes.ts";
 
 /** Options of a {@link LineBatchStream}. */
 export interface LineBatchOptions {
@@ -40,7 +41,7 @@ export class LineBatchStream extends TransformStream<Uint8Array, string> {
         }
         const bytes = held.length === 0
           ? chunk.subarray(0, last)
-          : join([...held, chunk.subarray(0, last)], heldBytes + last);
+          : concat([...held, chunk.subarray(0, last)]);
         held = [];
         heldBytes = 0;
         for (let start = 0;;) {
@@ -54,14 +55,4 @@ export class LineBatchStream extends TransformStream<Uint8Array, string> {
       },
     });
   }
-}
-
-function join(parts: Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
