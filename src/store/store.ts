@@ -170,9 +170,8 @@ export class Store implements Disposable {
   /** Saves one turn in one transaction; returns its conversation id (new when `conversation` is null). */
   saveTurn(conversation: number | null, turn: StoredTurn): number {
     const now = Math.floor(this.#now() / 1000);
-    this.#db.exec("BEGIN IMMEDIATE");
-    let id: number;
-    try {
+    return this.#write(() => {
+      let id: number;
       if (conversation === null) {
         const created = this.#sql.createConversation.run(
           titleOf(turn.user),
@@ -198,13 +197,8 @@ export class Store implements Disposable {
         now,
         turn.tokens ?? null,
       );
-      this.#db.exec("COMMIT");
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-      throw error;
-    }
-    this.#upkeep.wrote();
-    return id;
+      return id;
+    });
   }
 
   /** The row id of a conversation's last turn, or null when it has none: what `setTurnTokens` names. */
@@ -229,9 +223,7 @@ export class Store implements Disposable {
    */
   replaceLastTurn(conversation: number, turn: StoredTurn): string | null {
     const now = Math.floor(this.#now() / 1000);
-    this.#db.exec("BEGIN IMMEDIATE");
-    let title: string | null = null;
-    try {
+    return this.#write(() => {
       const touched = this.#sql.touchConversation.run(now, conversation);
       if (Number(touched.changes) === 0) {
         throw new AssistantError("no such conversation");
@@ -248,20 +240,14 @@ export class Store implements Disposable {
         Number(last.id),
       );
       const old = String(this.#sql.record.get(conversation)?.title ?? "");
-      if (Number(last.seq) === 1 && old === titleOf(String(last.user ?? ""))) {
-        const next = titleOf(turn.user);
-        if (next !== old) {
-          this.#sql.rename.run(next, conversation);
-          title = next;
-        }
+      if (Number(last.seq) !== 1 || old !== titleOf(String(last.user ?? ""))) {
+        return null;
       }
-      this.#db.exec("COMMIT");
-    } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-      throw error;
-    }
-    this.#upkeep.wrote();
-    return title;
+      const next = titleOf(turn.user);
+      if (next === old) return null;
+      this.#sql.rename.run(next, conversation);
+      return next;
+    });
   }
 
   /** Sets a conversation's title as given; false when there is no such conversation. */
@@ -363,6 +349,21 @@ export class Store implements Disposable {
   /** The problems found by SQLite's and FTS5's integrity checks; empty when the file is sound. */
   integrityCheck(): string[] {
     return integrityProblems(this.#db, { fullText: true });
+  }
+
+  /** Runs `work` in one write transaction (rolled back when it throws) and books the commit for upkeep. */
+  #write<T>(work: () => T): T {
+    this.#db.exec("BEGIN IMMEDIATE");
+    let result: T;
+    try {
+      result = work();
+      this.#db.exec("COMMIT");
+    } catch (error) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw error;
+    }
+    this.#upkeep.wrote();
+    return result;
   }
 
   /** Closes the database; later calls do nothing. */
