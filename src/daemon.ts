@@ -6,7 +6,7 @@ import { AssistantError } from "./errors.ts";
 import { BackendWatch } from "./llm/backend.ts";
 import { LlmClient } from "./llm/client.ts";
 import { describeError, log } from "./log.ts";
-import { missingGrants } from "./launch/permissions.ts";
+import { holds, missingGrants } from "./launch/permissions.ts";
 import { SearchWorker } from "./store/search_worker.ts";
 import { Server } from "./server/server.ts";
 import { clearSocketPath } from "./server/socket_path.ts";
@@ -67,11 +67,6 @@ function survivingFaults(): Disposable {
   };
 }
 
-function granted(variable: string): boolean {
-  return Deno.permissions.querySync({ name: "env", variable }).state ===
-    "granted";
-}
-
 /** How long the start waits for the MCP servers before it listens. */
 const MCP_START_WAIT_MS = 10_000;
 
@@ -86,7 +81,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // Both first, so a signal or a fault during start-up is handled as later.
   using stopSignals = options.stop ? null : signals();
   using _faults = survivingFaults();
-  if (!options.env && !granted("XDG_RUNTIME_DIR")) {
+  if (!options.env && !holds("env", "XDG_RUNTIME_DIR")) {
     // No grant at all: the flags never came (deno task start's derivation
     // failed, and said why above), rather than one being too narrow.
     throw new AssistantError(

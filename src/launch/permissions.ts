@@ -17,7 +17,8 @@ export interface FlagInput {
   executables: string[];
 }
 
-type Kind = "read" | "write" | "net" | "run" | "env";
+/** A kind of Deno grant, as in `--allow-<kind>=…`. */
+export type Kind = "read" | "write" | "net" | "run" | "env";
 
 interface Grant {
   kind: Kind;
@@ -105,6 +106,12 @@ export function deriveFlags(input: FlagInput): string[] {
   ];
 }
 
+/** Whether this process holds the grant `--allow-<kind>=<value>`. */
+export function holds(kind: Kind, value: string): boolean {
+  return Deno.permissions.querySync(descriptor(kind, value)).state ===
+    "granted";
+}
+
 function descriptor(kind: Kind, value: string): Deno.PermissionDescriptor {
   switch (kind) {
     case "read":
@@ -126,10 +133,7 @@ export function missingGrants(
 ): string[] {
   const missing: string[] = [];
   for (const grant of grants({ ...input, executables: [] })) {
-    const absent = grant.values.filter((value) =>
-      Deno.permissions.querySync(descriptor(grant.kind, value)).state !==
-        "granted"
-    );
+    const absent = grant.values.filter((value) => !holds(grant.kind, value));
     if (absent.length > 0) missing.push(flag(grant.kind, absent));
   }
   return missing;

@@ -5,6 +5,7 @@
  */
 import type { Config } from "../launch/config.ts";
 import type { McpServerConfig } from "../launch/mcp_config.ts";
+import { holds } from "../launch/permissions.ts";
 import {
   canRunExecutable,
   processPath,
@@ -97,8 +98,7 @@ export function planMcp(
       plan.missing.push(`--allow-run=${exe}`);
     } else if (
       !command0.includes("/") &&
-      Deno.permissions.querySync({ name: "run", command: command0 }).state !==
-        "granted" &&
+      !holds("run", command0) &&
       existsUngranted(command0)
     ) {
       plan.missing.push(`--allow-run=${command0}`);

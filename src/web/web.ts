@@ -7,6 +7,7 @@
 import { CLIENT_ENV_VARS, clientSocketPath } from "../clients/client.ts";
 import { DEFAULT_WEB_PORT } from "../launch/config.ts";
 import type { Env } from "../launch/paths.ts";
+import { holds, type Kind } from "../launch/permissions.ts";
 import { AssistantError } from "../errors.ts";
 import { log } from "../log.ts";
 import { writeAll } from "../write_all.ts";
@@ -32,37 +33,32 @@ function checked(path: string, what: string): string {
   return path;
 }
 
-/** The canvas's deno flags: its own address and the socket to listen and connect, the socket and its files to read, the variable that locates the socket. None of the daemon's. */
-export function webFlags(input: WebGrantInput): string[] {
+/** The canvas's grants, each kind with its values in flag order: its own address and the socket to listen and connect, the socket and its files to read, the variable that locates the socket. None of the daemon's. */
+function webGrants(input: WebGrantInput): [Kind, string[]][] {
   const socket = checked(input.socketPath, "socket path");
   const dir = checked(input.webDir ?? WEB_DIR, "page folder");
   return [
-    `--allow-net=${WEB_HOST}:${input.port},unix:${socket}`,
-    `--allow-read=${socket},${dir}`,
-    `--allow-write=${socket}`,
-    `--allow-env=${CLIENT_ENV_VARS.join(",")}`,
+    ["net", [`${WEB_HOST}:${input.port}`, `unix:${socket}`]],
+    ["read", [socket, dir]],
+    ["write", [socket]],
+    ["env", [...CLIENT_ENV_VARS]],
   ];
 }
 
-/** The flags among {@link webFlags} this process lacks, e.g. `--allow-net=127.0.0.1:8765`. */
+/** The canvas's deno flags (see {@link webGrants}). */
+export function webFlags(input: WebGrantInput): string[] {
+  return webGrants(input).map(([kind, values]) =>
+    `--allow-${kind}=${values.join(",")}`
+  );
+}
+
+/** The flags among {@link webFlags} this process lacks, one value each, e.g. `--allow-net=127.0.0.1:8765`. */
 export function missingWebGrants(input: WebGrantInput): string[] {
-  const socket = input.socketPath;
-  const dir = input.webDir ?? WEB_DIR;
-  const wanted: [string, Deno.PermissionDescriptor][] = [
-    [`--allow-net=${WEB_HOST}:${input.port}`, {
-      name: "net",
-      host: `${WEB_HOST}:${input.port}`,
-    }],
-    [`--allow-net=unix:${socket}`, { name: "net", host: `unix:${socket}` }],
-    [`--allow-read=${socket}`, { name: "read", path: socket }],
-    [`--allow-read=${dir}`, { name: "read", path: dir }],
-    [`--allow-write=${socket}`, { name: "write", path: socket }],
-  ];
-  return wanted
-    .filter(([, descriptor]) =>
-      Deno.permissions.querySync(descriptor).state !== "granted"
+  return webGrants(input).flatMap(([kind, values]) =>
+    values.filter((value) => !holds(kind, value)).map((value) =>
+      `--allow-${kind}=${value}`
     )
-    .map(([flag]) => flag);
+  );
 }
 
 /** Parses `web`'s arguments: `{ port }`; TypeError naming a bad one. */
