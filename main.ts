@@ -5,8 +5,8 @@
  * command returns its exit code here, and the process ends at the one exit
  * point at the bottom.
  */
-import { describeError, log } from "./src/log.ts";
-import { writeAll } from "./src/write_all.ts";
+import { describeError, log } from "./src/base/log.ts";
+import { writeAll } from "./src/streams/write_all.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
@@ -30,7 +30,7 @@ async function main(args: string[]): Promise<number> {
     // Each command loads only its own modules: the clients start fast and
     // never pull in SQLite or the daemon's parts.
     case "serve":
-      return await (await import("./src/daemon.ts")).serve();
+      return await (await import("./src/launch/daemon.ts")).serve();
     case "chat":
       return await (await import("./src/clients/chat.ts")).runChat(rest);
     case "ask":
@@ -40,7 +40,9 @@ async function main(args: string[]): Promise<number> {
     case "web":
       return await (await import("./src/web/web.ts")).runWeb(rest);
     case "web-flags":
-      return await (await import("./src/web/web_flags.ts")).printWebFlags(rest);
+      return await (await import("./src/launch/web_flags.ts")).printWebFlags(
+        rest,
+      );
     case "flags":
       return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":

@@ -5,7 +5,7 @@
  * daemon's own permission flags leave out.
  */
 import assert from "node:assert/strict";
-import { resolvePaths } from "../src/launch/paths.ts";
+import { resolvePaths } from "../src/base/paths.ts";
 import {
   Daemon,
   daemonEnv,

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { serve } from "../src/daemon.ts";
-import { type LogSink, setLogSink } from "../src/log.ts";
+import { serve } from "../src/launch/daemon.ts";
+import { type LogSink, setLogSink } from "../src/base/log.ts";
 import { Daemon, daemonEnv, exists } from "./support/daemon_harness.ts";
 import { FakeLlm, hold, reply } from "./support/fake_llm.ts";
 import { SocketClient } from "./support/socket_client.ts";

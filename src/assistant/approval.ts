@@ -9,9 +9,9 @@ import {
   type Event,
   type Ref,
   refField,
-} from "../protocol.ts";
+} from "../protocol/protocol.ts";
 import type { ToolOutcome } from "../tools/runner.ts";
-import { log } from "../log.ts";
+import { log } from "../base/log.ts";
 
 /** How a wait ended: an answer, no answer in time, or the reply ended first. */
 export type Decision = "allow" | "deny" | "timeout" | "cancel";

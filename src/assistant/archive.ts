@@ -3,15 +3,15 @@
  * exported, renamed and deleted. What the current conversation and the reply
  * in flight must do about it stays with the assistant.
  */
-import { AssistantError } from "../errors.ts";
-import { log } from "../log.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
 import {
   DEFAULT_LIST_LIMIT,
   type Event,
   type ExportFormat,
   type Ref,
   refField,
-} from "../protocol.ts";
+} from "../protocol/protocol.ts";
 import type { SearchHit, Store } from "../store/store.ts";
 import type { Conversation } from "./conversation.ts";
 import { exportText } from "./export.ts";

@@ -3,15 +3,15 @@
  * flight, and the commands that change them; each reply runs in
  * `reply_run.ts`. It emits events; the server decides who receives them.
  */
-import { AssistantError } from "../errors.ts";
-import { log } from "../log.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
 import {
   type BackendView,
   type Command,
   type Event,
   type Ref,
   refField,
-} from "../protocol.ts";
+} from "../protocol/protocol.ts";
 import type { Store } from "../store/store.ts";
 import type { runTool } from "../tools/runner.ts";
 import type { ToolDef } from "../tools/load.ts";

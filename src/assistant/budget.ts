@@ -6,11 +6,11 @@
  * refuses for its length is sent again at once with less, at most twice.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
-import type { Config } from "../launch/config.ts";
-import type { Truncation } from "../protocol.ts";
-import { AssistantError } from "../errors.ts";
+import type { Config } from "../base/config.ts";
+import type { Truncation } from "../protocol/protocol.ts";
+import { AssistantError } from "../base/errors.ts";
 import { contextOverflow } from "../llm/http_error.ts";
-import { log } from "../log.ts";
+import { log } from "../base/log.ts";
 import { HistoryWindow } from "./history_window.ts";
 import { cuttable } from "./result_cut.ts";
 import { type Tokenize, type TokenLedger, utf8Bytes } from "./token_ledger.ts";

@@ -4,9 +4,9 @@
  * conversation's is not), then lands in every copy in memory that shows the
  * conversation, and its size, known later, wherever its messages still are.
  */
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "../base/errors.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
-import type { TurnView } from "../protocol.ts";
+import type { TurnView } from "../protocol/protocol.ts";
 import type { Store, StoredTurn } from "../store/store.ts";
 
 /** One conversation as the assistant holds it; id null until its first save. */

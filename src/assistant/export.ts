@@ -2,7 +2,7 @@
  * `export`: a stored conversation as Markdown (to read or paste elsewhere)
  * or as JSON in the `desktop-assistant/1` format (to process or import).
  */
-import type { ExportFormat } from "../protocol.ts";
+import type { ExportFormat } from "../protocol/protocol.ts";
 import type { ConversationRecord } from "../store/store.ts";
 import { localStamp } from "./prompt.ts";
 

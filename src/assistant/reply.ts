@@ -5,10 +5,15 @@
  * reports through the context it is given.
  */
 import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
-import type { Config } from "../launch/config.ts";
+import type { Config } from "../base/config.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { Delta } from "../llm/sse_stream.ts";
-import type { Event, PendingView, State, Truncation } from "../protocol.ts";
+import type {
+  Event,
+  PendingView,
+  State,
+  Truncation,
+} from "../protocol/protocol.ts";
 import { placeholder, type ToolOutcome } from "../tools/runner.ts";
 import { ContextPlan, sendWithin } from "./budget.ts";
 import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";

@@ -5,16 +5,16 @@
  * assistant keeps the state a reply reads; a reply stopped or replaced on the
  * way (`stale`) changes none of it.
  */
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "../base/errors.ts";
 import type { ModelChoice } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { describeSafely, log } from "../log.ts";
+import { describeSafely, log } from "../base/log.ts";
 import {
   type Event,
   type PendingView,
   type Ref,
   refField,
-} from "../protocol.ts";
+} from "../protocol/protocol.ts";
 import type { Store } from "../store/store.ts";
 import {
   type Conversation,

@@ -10,10 +10,10 @@ import type {
   ConfirmView,
   Event,
   HelloPending,
+  PendingView,
   State,
-} from "../protocol.ts";
+} from "../protocol/protocol.ts";
 import type { Conversation } from "./conversation.ts";
-import type { Reply } from "./reply_run.ts";
 import type { TokenLedger } from "./token_ledger.ts";
 
 /** The fields of `hello` that the status fills. */
@@ -115,7 +115,8 @@ export interface HelloParts {
   status: StatusView;
   backend: BackendView | undefined;
   current: Conversation;
-  reply: Reply | null;
+  /** The reply in flight and the conversation it belongs to. */
+  reply: { conversation: Conversation; pending: PendingView } | null;
   /** The call waiting for the user's approval, if any. */
   waiting: ConfirmView | null;
 }

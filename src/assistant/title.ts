@@ -6,11 +6,11 @@
  * and it is tried again once the reply has ended. A user's rename, or a
  * delete, cancels it for good.
  */
-import { describeSafely, log } from "../log.ts";
-import { AssistantError } from "../errors.ts";
+import { describeSafely, log } from "../base/log.ts";
+import { AssistantError } from "../base/errors.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { cleanTitle, type Event } from "../protocol.ts";
+import { cleanTitle, type Event } from "../protocol/protocol.ts";
 import type { ModelSource } from "./reply.ts";
 
 /** Most tokens a title request may generate. */

@@ -8,7 +8,7 @@
  * counts were kept, a server without `/tokenize`) it estimates, erring high.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { describeSafely, log } from "../log.ts";
+import { describeSafely, log } from "../base/log.ts";
 
 /** Template tokens around one message, taken high (ChatML uses 5). */
 export const MESSAGE_OVERHEAD = 8;

@@ -3,7 +3,7 @@
  * and the user's approval first for the tools that wait for it.
  */
 import type { ToolCall } from "../llm/chat_types.ts";
-import type { ConfirmView, Event, Ref, State } from "../protocol.ts";
+import type { ConfirmView, Event, Ref, State } from "../protocol/protocol.ts";
 import type { ToolDef } from "../tools/load.ts";
 import type { McpHub } from "../tools/mcp.ts";
 import type { runTool, ToolOutcome } from "../tools/runner.ts";

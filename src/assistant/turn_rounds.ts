@@ -4,7 +4,7 @@
  * request must shrink.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { log } from "../log.ts";
+import { log } from "../base/log.ts";
 import {
   cutLargest,
   type Result,

@@ -8,11 +8,11 @@
  * `--yes` allowed; calls of other turns are left to other clients.
  */
 import { connectOrExplain } from "./client.ts";
-import type { Env } from "../launch/paths.ts";
-import { AssistantError } from "../errors.ts";
-import type { Event, Ref } from "../protocol.ts";
+import type { Env } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
+import type { Event, Ref } from "../protocol/protocol.ts";
 import type { MarkdownReplyView } from "./chat_render.ts";
-import { writeAll, type Writer } from "../write_all.ts";
+import { writeAll, type Writer } from "../streams/write_all.ts";
 import { consoleSize, sanitize } from "./terminal_text.ts";
 
 /** Injected parts of `ask`; the real ones by default. */

@@ -8,12 +8,12 @@ import { resolve } from "node:path";
 import { type MarkdownDrawing, Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
 import { connectOrExplain } from "./client.ts";
-import type { Env } from "../launch/paths.ts";
+import type { Env } from "../base/paths.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
-import { LineStream } from "../server/line_stream.ts";
+import { LineStream } from "../streams/line_stream.ts";
 import { consoleSize } from "./terminal_text.ts";
-import { writeAllSync } from "../write_all.ts";
+import { writeAllSync } from "../streams/write_all.ts";
 
 export { CHAT_EXIT } from "./chat_session.ts";
 

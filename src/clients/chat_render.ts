@@ -9,7 +9,7 @@ import type {
   Event,
   PendingView,
   TurnView,
-} from "../protocol.ts";
+} from "../protocol/protocol.ts";
 import { sanitize } from "./terminal_text.ts";
 
 export { sanitize };

@@ -9,7 +9,7 @@ import type { ListContext, Renderer } from "./chat_render.ts";
 import { type DaemonClient, START_HINT } from "./client.ts";
 import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
-import type { Command, Event, Ref, State } from "../protocol.ts";
+import type { Command, Event, Ref, State } from "../protocol/protocol.ts";
 
 /** Exit codes of `chat`. */
 export const CHAT_EXIT = Object.freeze({

@@ -2,11 +2,11 @@
  * The terminal clients' side of the socket: finds it exactly as the daemon
  * does, connects, sends commands as JSON lines and reads events back.
  */
-import { type Env, socketPath } from "../launch/paths.ts";
-import { AssistantError } from "../errors.ts";
-import { type LineChunk, LineStream } from "../server/line_stream.ts";
-import type { Command, Event } from "../protocol.ts";
-import { writeAll } from "../write_all.ts";
+import { type Env, socketPath } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
+import { type LineChunk, LineStream } from "../streams/line_stream.ts";
+import type { Command, Event } from "../protocol/protocol.ts";
+import { writeAll } from "../streams/write_all.ts";
 
 /** The `hello` event a client gets first. */
 export type HelloEvent = Extract<Event, { type: "hello" }>;

@@ -4,9 +4,9 @@
  * history file itself, so it needs only the socket's grants).
  */
 import { connectOrExplain } from "./client.ts";
-import type { Env } from "../launch/paths.ts";
-import { AssistantError } from "../errors.ts";
-import { writeAll, type Writer } from "../write_all.ts";
+import type { Env } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
+import { writeAll, type Writer } from "../streams/write_all.ts";
 import { sanitize } from "./terminal_text.ts";
 
 /** Injected parts of `export`; the real ones by default. */

@@ -5,20 +5,20 @@
  * never creates a database and never makes a router load a model.
  */
 
-import { type Config, loadConfig } from "./config.ts";
-import { type Env, type Paths, resolvePaths } from "./paths.ts";
+import { type Config, loadConfig } from "../base/config.ts";
+import { type Env, type Paths, resolvePaths } from "../base/paths.ts";
 import { DatabaseSync } from "node:sqlite";
 import { probeBackend } from "../llm/backend_probe.ts";
 import { LlmClient } from "../llm/client.ts";
 import { replyReserve, wantedReserve } from "../assistant/budget.ts";
-import { setQuiet } from "../log.ts";
-import { writeAll } from "../write_all.ts";
-import { missingGrants } from "./permissions.ts";
+import { setQuiet } from "../base/log.ts";
+import { writeAll } from "../streams/write_all.ts";
+import { missingGrants } from "../base/permissions.ts";
 import { integrityProblems } from "../store/schema.ts";
 import { groupKillHelper } from "../tools/runner.ts";
 import { loadTools } from "../tools/load.ts";
 import { planMcp } from "../tools/mcp_plan.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../base/version.ts";
 
 /** How one check came out. */
 export type Status = "ok" | "warn" | "fail";

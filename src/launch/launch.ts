@@ -7,13 +7,13 @@
 
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Config, loadConfig } from "./config.ts";
-import { type Env, type Paths, resolvePaths } from "./paths.ts";
+import { type Config, loadConfig } from "../base/config.ts";
+import { type Env, type Paths, resolvePaths } from "../base/paths.ts";
 import { formatLine } from "./check.ts";
-import { AssistantError } from "../errors.ts";
-import { log, setQuiet } from "../log.ts";
-import { writeAll } from "../write_all.ts";
-import { deriveFlags } from "./permissions.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log, setQuiet } from "../base/log.ts";
+import { writeAll } from "../streams/write_all.ts";
+import { deriveFlags } from "../base/permissions.ts";
 import { runnerExecutables } from "../tools/runner.ts";
 import { loadTools, type SkippedTool } from "../tools/load.ts";
 import { processPath } from "../tools/executable.ts";

@@ -5,8 +5,8 @@
  * lookup fails; a lookup that succeeds is itself the news. Clients hear of
  * the state only when something in it changes.
  */
-import type { BackendView } from "../protocol.ts";
-import { log } from "../log.ts";
+import type { BackendView } from "../protocol/protocol.ts";
+import { log } from "../base/log.ts";
 import type { LookupObserver, ModelChoice } from "./client.ts";
 import { probeBackend, unknownBackend } from "./backend_probe.ts";
 

@@ -3,7 +3,7 @@
  * new, `GET /v1/models`, never a request that loads, wakes or swaps a model.
  * The answer is a backend state with its reason in words.
  */
-import type { BackendState, BackendView } from "../protocol.ts";
+import type { BackendState, BackendView } from "../protocol/protocol.ts";
 import { pick, readEntries } from "./client.ts";
 
 /** The state before the first probe has answered. */

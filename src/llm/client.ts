@@ -4,8 +4,8 @@
  * streamed chat request itself.
  */
 import type { ChatMessage } from "./chat_types.ts";
-import { AssistantError } from "../errors.ts";
-import { describeError, log } from "../log.ts";
+import { AssistantError } from "../base/errors.ts";
+import { describeError, log } from "../base/log.ts";
 import { httpError } from "./http_error.ts";
 import { type Delta, deltaStream } from "./sse_stream.ts";
 

@@ -3,7 +3,7 @@
  * reply can recover from: a request longer than the context
  * (400 `exceed_context_size_error`, which names both sizes).
  */
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "../base/errors.ts";
 
 /** A request llama-server refused for its length: the cause of the AssistantError it becomes. */
 export class ContextOverflow extends RangeError {

@@ -8,7 +8,8 @@ import {
   EventSourceParserStream,
   ParseError,
 } from "eventsource-parser/stream";
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "../base/errors.ts";
+import { StallGuardStream } from "../streams/stall_guard.ts";
 
 /**
  * Characters of an unfinished SSE line the parser may hold: a server that
@@ -306,81 +307,6 @@ export class ThinkTagStream extends TransformStream<Delta, Delta> {
   }
 }
 
-/** Options of `StallGuardStream`. */
-export interface StallGuardOptions {
-  /** Longest wait for the next chunk, in milliseconds; no stall clock when absent. */
-  ms?: number | undefined;
-  /** Called once when the wait runs out, to abort the request. */
-  onStall?: (() => void) | undefined;
-  /** Once it aborts, the stream errors with its reason. */
-  signal?: AbortSignal | undefined;
-}
-
-/**
- * Guards the body's bytes: errors the stream with AssistantError("llama-server
- * stalled") when no chunk arrives for `ms` (and calls onStall to abort the
- * fetch), or with the reason of `signal` once it aborts. Either way the pipe
- * that feeds it cancels its source, the response body, whose HTTP connection
- * then closes and llama-server stops generating.
- *
- * The signal is watched here rather than left to fetch: once headers are in,
- * fetch listens on the Request's own signal, which may be garbage-collected
- * with the Response, and an abort after that never reaches the body (seen
- * under GC pressure). This stage holds `signal` while the stream lives.
- *
- * The clock measures arrivals, so a reader slower than `ms` per chunk would
- * count as a stall; the daemon reads deltas as fast as they come.
- */
-export class StallGuardStream<T> extends TransformStream<T, T> {
-  /** Starts the clock at once: waiting for the first chunk counts too. */
-  constructor(options: StallGuardOptions) {
-    const { ms, signal } = options;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let controller!: TransformStreamDefaultController<T>;
-    // A chunk only moves the deadline; the one timer checks it when it fires,
-    // so a token costs no timer call of its own.
-    let last = performance.now();
-    const onAbort = () => {
-      stop();
-      controller.error(signal?.reason);
-    };
-    const stop = () => {
-      clearTimeout(timer);
-      timer = undefined;
-      signal?.removeEventListener("abort", onAbort);
-    };
-    const check = () => {
-      if (ms === undefined) return;
-      const idle = performance.now() - last;
-      if (idle < ms) {
-        timer = setTimeout(check, ms - idle);
-        return;
-      }
-      stop();
-      controller.error(
-        new AssistantError("llama-server stalled", {
-          cause: new DOMException(`No data for ${ms} ms`, "TimeoutError"),
-        }),
-      );
-      options.onStall?.();
-    };
-    super({
-      start(c) {
-        controller = c;
-        if (ms !== undefined) timer = setTimeout(check, ms);
-        if (signal?.aborted) onAbort();
-        else signal?.addEventListener("abort", onAbort, { once: true });
-      },
-      transform(chunk, c) {
-        last = performance.now();
-        c.enqueue(chunk);
-      },
-      flush: stop,
-      cancel: stop,
-    });
-  }
-}
-
 /** Options of `deltaStream`. */
 export interface DeltaStreamOptions {
   /** Stall limit in milliseconds; no guard when absent. */
@@ -403,6 +329,10 @@ export function deltaStream(
         ms: options.stallMs,
         onStall: options.onStall,
         signal: options.signal,
+        stalled: (ms) =>
+          new AssistantError("llama-server stalled", {
+            cause: new DOMException(`No data for ${ms} ms`, "TimeoutError"),
+          }),
       }),
     );
   }

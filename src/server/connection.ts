@@ -2,8 +2,8 @@
  * One client connection of the socket server: its output queue and writer
  * loop (with the stall and backlog limits), and its input as a byte stream.
  */
-import { describeError, log } from "../log.ts";
-import { writeAll, type Writer } from "../write_all.ts";
+import { describeError, log } from "../base/log.ts";
+import { writeAll, type Writer } from "../streams/write_all.ts";
 
 // Many small events (tokens) go out as one write of at most this size.
 const WRITE_BATCH_BYTES = 64 * 1024;

@@ -4,16 +4,16 @@
  * own output queue so a slow reader never holds up the others.
  */
 
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "../base/errors.ts";
 import {
   Client,
   inputOf,
   type Limits,
   type PendingRead,
 } from "./connection.ts";
-import { LineStream } from "./line_stream.ts";
+import { LineStream } from "../streams/line_stream.ts";
 import { clearSocketPath, removeQuietly } from "./socket_path.ts";
-import { describeError, log } from "../log.ts";
+import { describeError, log } from "../base/log.ts";
 import {
   type Command,
   encodeEvent,
@@ -22,7 +22,7 @@ import {
   parseCommand,
   type Ref,
   refField,
-} from "../protocol.ts";
+} from "../protocol/protocol.ts";
 
 /** What the server needs from the daemon's brain. */
 export interface Brain {

@@ -1,6 +1,6 @@
 /** Making way for the daemon's socket: stale sockets, symlinks, live daemons. */
-import { AssistantError } from "../errors.ts";
-import { describeError, log } from "../log.ts";
+import { AssistantError } from "../base/errors.ts";
+import { describeError, log } from "../base/log.ts";
 
 /** Makes way for a new socket at path, or refuses with the reason. */
 export async function clearSocketPath(path: string): Promise<void> {

@@ -3,7 +3,7 @@
  * -shm 0600, and a symbolic link in their place refused, never followed.
  */
 import { dirname } from "node:path";
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "../base/errors.ts";
 
 /** Creates the data directory 0700 and the file 0600 before SQLite touches them. */
 export function prepareFiles(path: string): void {

@@ -3,8 +3,8 @@
  * the store prepares, and the integrity checks `check` and tests run.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { AssistantError } from "../errors.ts";
-import { log } from "../log.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
 
 /**
  * Forward migrations: entry i takes `user_version` from i to i + 1. Append

@@ -8,8 +8,8 @@
  * permission on the daemon's own sources, while this way the worker needs
  * nothing but read of the database.
  */
-import { log } from "../log.ts";
-import { AssistantError } from "../errors.ts";
+import { log } from "../base/log.ts";
+import { AssistantError } from "../base/errors.ts";
 import { prepareSearch, type SearchHit, type SearchOptions } from "./search.ts";
 
 type Request =

@@ -25,9 +25,9 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { AssistantError } from "../errors.ts";
-import { log } from "../log.ts";
-import type { TurnView } from "../protocol.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
+import type { TurnView } from "../protocol/protocol.ts";
 import {
   prepareSearch,
   type Search,

@@ -4,7 +4,7 @@
  * FTS5 merges, and the removal of deleted conversations' turns.
  */
 import type { DatabaseSync } from "node:sqlite";
-import { describeError, log } from "../log.ts";
+import { describeError, log } from "../base/log.ts";
 import type { Statements } from "./schema.ts";
 
 /** Milliseconds a statement waits for a lock held by another connection. */

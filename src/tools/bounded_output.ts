@@ -1,5 +1,5 @@
 /** Byte-stream sinks that keep a bounded part of a tool's output while counting all of it. */
-import { concat } from "../bytes.ts";
+import { concat } from "../streams/bytes.ts";
 
 const decoder = new TextDecoder();
 

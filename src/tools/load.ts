@@ -13,8 +13,8 @@ import {
   normalize,
   resolve,
 } from "node:path";
-import { AssistantError } from "../errors.ts";
-import { log } from "../log.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
 import {
   canRunExecutable,
   processPath,

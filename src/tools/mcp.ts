@@ -11,13 +11,13 @@ import {
   McpError,
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { describeError, log } from "../log.ts";
-import type { McpServerConfig } from "../launch/mcp_config.ts";
+import { describeError, log } from "../base/log.ts";
+import type { McpServerConfig } from "../base/mcp_config.ts";
 import { NAME_PATTERN } from "./load.ts";
 import type { PlannedServer } from "./mcp_plan.ts";
 import { resultText } from "./mcp_result.ts";
 import { ProcessTransport } from "./mcp_transport.ts";
-import { within } from "../within.ts";
+import { within } from "../base/within.ts";
 import type { ToolOutcome } from "./runner.ts";
 
 /** One tool a server offers, under the name the model calls it by. */

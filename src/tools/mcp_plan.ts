@@ -3,9 +3,9 @@
  * it: the same resolution as a tool file's (`resolveExecutable`), for the
  * flags the launcher derives and for the daemon's check of its grants.
  */
-import type { Config } from "../launch/config.ts";
-import type { McpServerConfig } from "../launch/mcp_config.ts";
-import { holds } from "../launch/permissions.ts";
+import type { Config } from "../base/config.ts";
+import type { McpServerConfig } from "../base/mcp_config.ts";
+import { holds } from "../base/permissions.ts";
 import {
   canRunExecutable,
   processPath,

@@ -6,7 +6,7 @@
  * `--allow-run` names, lets the server inherit the daemon's environment
  * plus its `env` table, and frames JSON-RPC messages one per line.
  */
-import { within } from "../within.ts";
+import { within } from "../base/within.ts";
 import type {
   Transport,
   TransportSendOptions,
@@ -16,7 +16,7 @@ import {
   deserializeMessage,
   serializeMessage,
 } from "@modelcontextprotocol/sdk/shared/stdio.js";
-import { LineStream } from "../server/line_stream.ts";
+import { LineStream } from "../streams/line_stream.ts";
 import { TailCollector } from "./bounded_output.ts";
 
 /** What to start. */

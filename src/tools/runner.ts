@@ -17,7 +17,7 @@
 
 import { dirname } from "node:path";
 import { HeadCollector, TailCollector } from "./bounded_output.ts";
-import { log } from "../log.ts";
+import { log } from "../base/log.ts";
 import { brief, checkArguments, substitute } from "./args.ts";
 import {
   canRunExecutable,

@@ -3,7 +3,7 @@
  * schemas for a request, which ones wait for approval, and one entry point
  * that runs a call wherever its tool lives.
  */
-import { log } from "../log.ts";
+import { log } from "../base/log.ts";
 import { checkArguments } from "./args.ts";
 import { type ToolDef, toolSchemas } from "./load.ts";
 import type { McpHub } from "./mcp.ts";

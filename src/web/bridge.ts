@@ -8,8 +8,8 @@
  * knows lengths, never contents.
  */
 import { LineBatchStream } from "./line_batch.ts";
-import { log } from "../log.ts";
-import { writeAll } from "../write_all.ts";
+import { log } from "../base/log.ts";
+import { writeAll } from "../streams/write_all.ts";
 
 /** Close codes the page reads (4000–4999 are the application's own). */
 export const CLOSE = Object.freeze({

@@ -6,7 +6,7 @@
  * a second; grouped, it keeps up with the socket. Nothing waits to fill a
  * group: a slow stream still goes out one line at a time, at once.
  */
-import { concat } from "../bytes.ts";
+import { concat } from "../streams/bytes.ts";
 
 /** Options of a {@link LineBatchStream}. */
 export interface LineBatchOptions {

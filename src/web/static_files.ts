@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "../base/errors.ts";
 
 /** The folder of the page's files: `web/` at the top of the repository. */
 export const WEB_DIR: string = fileURLToPath(

@@ -5,12 +5,12 @@
  * with its token, and runs until SIGINT or SIGTERM.
  */
 import { CLIENT_ENV_VARS, clientSocketPath } from "../clients/client.ts";
-import { DEFAULT_WEB_PORT } from "../launch/config.ts";
-import type { Env } from "../launch/paths.ts";
-import { holds, type Kind } from "../launch/permissions.ts";
-import { AssistantError } from "../errors.ts";
-import { log } from "../log.ts";
-import { writeAll } from "../write_all.ts";
+import { DEFAULT_WEB_PORT } from "../base/config.ts";
+import type { Env } from "../base/paths.ts";
+import { holds, type Kind } from "../base/permissions.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
+import { writeAll } from "../streams/write_all.ts";
 import { loadStaticFiles, WEB_DIR } from "./static_files.ts";
 import { WEB_HOST, WebServer } from "./web_server.ts";
 

@@ -11,8 +11,8 @@ import {
   securityHeaders,
   type StaticFile,
 } from "./static_files.ts";
-import { AssistantError } from "../errors.ts";
-import { log } from "../log.ts";
+import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
 
 /** The only address the canvas listens on. */
 export const WEB_HOST = "127.0.0.1";

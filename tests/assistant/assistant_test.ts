@@ -1,7 +1,7 @@
 /** The brain alone: a real in-memory store, an injected model source, events collected. */
 import assert from "node:assert/strict";
 import { Assistant, type ModelSource } from "../../src/assistant/assistant.ts";
-import type { Event } from "../../src/protocol.ts";
+import type { Event } from "../../src/protocol/protocol.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import { Store } from "../../src/store/store.ts";
 import { TURN_CONFIG } from "../support/turn_config.ts";

@@ -1,7 +1,7 @@
 /** The context budget alone: the reserve, the history chosen, leaving out, cutting results, the 400 resends, and the ledger's estimates. */
 import assert from "node:assert/strict";
 import type { ChatMessage } from "../../src/llm/chat_types.ts";
-import { AssistantError } from "../../src/errors.ts";
+import { AssistantError } from "../../src/base/errors.ts";
 import { ContextOverflow } from "../../src/llm/http_error.ts";
 import {
   ContextPlan,

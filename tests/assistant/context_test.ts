@@ -15,7 +15,7 @@ import {
 } from "../support/fake_llm.ts";
 import { isIdle, type Received } from "../support/socket_client.ts";
 import type { SocketClient } from "../support/socket_client.ts";
-import { resolvePaths } from "../../src/launch/paths.ts";
+import { resolvePaths } from "../../src/base/paths.ts";
 import { SCHEMA_VERSION } from "../../src/store/schema.ts";
 import { Store } from "../../src/store/store.ts";
 

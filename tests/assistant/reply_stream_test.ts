@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { ChatMessage, ToolCall } from "../../src/llm/chat_types.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import { type ModelSource, runReply } from "../../src/assistant/reply.ts";
-import type { Event, PendingView } from "../../src/protocol.ts";
+import type { Event, PendingView } from "../../src/protocol/protocol.ts";
 import { TokenLedger } from "../../src/assistant/token_ledger.ts";
 import { TURN_CONFIG } from "../support/turn_config.ts";
 

@@ -8,7 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { Store } from "../../src/store/store.ts";
 import { Daemon, daemonEnv } from "../support/daemon_harness.ts";
 import { FakeLlm } from "../support/fake_llm.ts";
-import { resolvePaths } from "../../src/launch/paths.ts";
+import { resolvePaths } from "../../src/base/paths.ts";
 import { BenchClient } from "./bench_client.ts";
 import { layHistory } from "./contention_bench.ts";
 import { historyFile } from "./history_bench.ts";

@@ -4,7 +4,7 @@
  * reference) and once while a ninth client runs the worst searches back to
  * back. A search must never stall the stream.
  */
-import { resolvePaths } from "../../src/launch/paths.ts";
+import { resolvePaths } from "../../src/base/paths.ts";
 import { Daemon, daemonEnv } from "../support/daemon_harness.ts";
 import { FakeLlm } from "../support/fake_llm.ts";
 import { BenchClient } from "./bench_client.ts";

@@ -13,7 +13,7 @@ import {
   shapeOf,
   TokenLedger,
 } from "../../src/assistant/token_ledger.ts";
-import { resolvePaths } from "../../src/launch/paths.ts";
+import { resolvePaths } from "../../src/base/paths.ts";
 import { Store } from "../../src/store/store.ts";
 import { Daemon, daemonEnv } from "../support/daemon_harness.ts";
 import { countTokens, FakeLlm } from "../support/fake_llm.ts";

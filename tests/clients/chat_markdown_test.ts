@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Renderer } from "../../src/clients/chat_render.ts";
 import { renderMarkdown } from "../../src/clients/markdown.ts";
 import { markdownDrawing } from "../../src/clients/markdown_view.ts";
-import type { Event } from "../../src/protocol.ts";
+import type { Event } from "../../src/protocol/protocol.ts";
 import {
   clientArgs,
   clientEnv,

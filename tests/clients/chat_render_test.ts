@@ -5,7 +5,7 @@ import {
   Renderer,
   sanitize,
 } from "../../src/clients/chat_render.ts";
-import type { BackendView, Event } from "../../src/protocol.ts";
+import type { BackendView, Event } from "../../src/protocol/protocol.ts";
 
 function render(
   events: Event[],

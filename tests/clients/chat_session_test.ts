@@ -3,7 +3,7 @@ import { Renderer } from "../../src/clients/chat_render.ts";
 import { ChatSession, type WriteFile } from "../../src/clients/chat_session.ts";
 import type { DaemonClient } from "../../src/clients/client.ts";
 import { LineEditor } from "../../src/clients/line_editor.ts";
-import type { Command, Event, TurnView } from "../../src/protocol.ts";
+import type { Command, Event, TurnView } from "../../src/protocol/protocol.ts";
 
 interface Options {
   editor?: boolean;

@@ -6,8 +6,8 @@ import {
   EventStream,
   noDaemonMessage,
 } from "../../src/clients/client.ts";
-import { AssistantError } from "../../src/errors.ts";
-import { LineStream } from "../../src/server/line_stream.ts";
+import { AssistantError } from "../../src/base/errors.ts";
+import { LineStream } from "../../src/streams/line_stream.ts";
 
 const encoder = new TextEncoder();
 

@@ -11,8 +11,8 @@ import {
   deriveDaemonFlags,
   shellQuote,
 } from "../../src/launch/launch.ts";
-import { setLogSink } from "../../src/log.ts";
-import { V8_FLAGS } from "../../src/launch/permissions.ts";
+import { setLogSink } from "../../src/base/log.ts";
+import { V8_FLAGS } from "../../src/base/permissions.ts";
 import { daemonEnv, exists, inheritedEnv } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { SocketClient } from "../support/socket_client.ts";

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { probeBackend } from "../../src/llm/backend_probe.ts";
-import type { BackendView } from "../../src/protocol.ts";
+import type { BackendView } from "../../src/protocol/protocol.ts";
 import { FakeLlm, type FakeModel } from "../support/fake_llm.ts";
 
 const TIMEOUT_MS = 2000;

@@ -8,7 +8,7 @@ import {
   type BackendWatchOptions,
 } from "../../src/llm/backend.ts";
 import { LlmClient } from "../../src/llm/client.ts";
-import type { BackendView } from "../../src/protocol.ts";
+import type { BackendView } from "../../src/protocol/protocol.ts";
 import { FakeLlm, type FakeModel } from "../support/fake_llm.ts";
 
 const TIMEOUT_MS = 2000;

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { AssistantError } from "../../src/errors.ts";
+import { AssistantError } from "../../src/base/errors.ts";
 import { chatBody, LlmClient, type ModelChoice } from "../../src/llm/client.ts";
 import { contextOverflow } from "../../src/llm/http_error.ts";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/base/log.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import {
   countTokens,

@@ -1,15 +1,14 @@
 import assert from "node:assert/strict";
 import type { EventSourceMessage } from "eventsource-parser/stream";
-import { AssistantError } from "../../src/errors.ts";
+import { AssistantError } from "../../src/base/errors.ts";
 import {
   ChatDeltaStream,
   type Delta,
   deltaStream,
   MAX_PENDING_CHARS,
-  StallGuardStream,
   ThinkTagStream,
 } from "../../src/llm/sse_stream.ts";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/base/log.ts";
 import { fixturesDir } from "../support/fake_llm.ts";
 
 const FIXTURES = fixturesDir();
@@ -310,41 +309,6 @@ Deno.test("an endless line without a break is a malformed stream, not unbounded 
   assert.ok(error instanceof AssistantError, String(error));
   assert.equal(error.message, "malformed stream");
   assert.ok(sent * piece.length <= MAX_PENDING_CHARS + 4 * piece.length);
-});
-
-Deno.test("stall guard errors after silence, calls onStall and cancels the source", async () => {
-  const cancelled = Promise.withResolvers<unknown>();
-  let stalls = 0;
-  const source = new ReadableStream<string>({
-    start(controller) {
-      controller.enqueue("first");
-    },
-    cancel(reason) {
-      cancelled.resolve(reason);
-    },
-  });
-  const reader = source
-    .pipeThrough(
-      new StallGuardStream<string>({ ms: 150, onStall: () => stalls++ }),
-    )
-    .getReader();
-  assert.deepEqual(await reader.read(), { done: false, value: "first" });
-  const error = await rejection(reader.read());
-  assert.ok(error instanceof AssistantError);
-  assert.equal(error.message, "llama-server stalled");
-  assert.equal(stalls, 1);
-  assert.equal(await cancelled.promise, error);
-});
-
-Deno.test("stall guard passes chunks through and stops its clock at the end", async () => {
-  let stalls = 0;
-  const out = await Array.fromAsync(
-    ReadableStream.from(["a", "b", "c"]).pipeThrough(
-      new StallGuardStream<string>({ ms: 60_000, onStall: () => stalls++ }),
-    ),
-  );
-  assert.deepEqual(out, ["a", "b", "c"]);
-  assert.equal(stalls, 0);
 });
 
 Deno.test({

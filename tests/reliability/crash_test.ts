@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/base/log.ts";
 import { Daemon } from "../support/daemon_harness.ts";
 import { answering, FakeLlm, type Plan } from "../support/fake_llm.ts";
 import { HEAVY, seeded } from "../fixtures/chaos.ts";

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/base/log.ts";
 import { Daemon } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { HEAVY, rssKiB, seeded } from "../fixtures/chaos.ts";

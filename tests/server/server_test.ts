@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { AssistantError } from "../../src/errors.ts";
-import { type LogSink, setLogSink } from "../../src/log.ts";
+import { AssistantError } from "../../src/base/errors.ts";
+import { type LogSink, setLogSink } from "../../src/base/log.ts";
 import {
   type Command,
   type Event,
   MAX_LINE_BYTES,
-} from "../../src/protocol.ts";
+} from "../../src/protocol/protocol.ts";
 import {
   type Brain,
   Server,

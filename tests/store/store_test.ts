@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
-import { AssistantError } from "../../src/errors.ts";
-import { setLogSink } from "../../src/log.ts";
+import { AssistantError } from "../../src/base/errors.ts";
+import { setLogSink } from "../../src/base/log.ts";
 import { Store, type StoredTurn } from "../../src/store/store.ts";
 import {
   integrityProblems,

@@ -1,7 +1,7 @@
 /** Starts the real daemon as a subprocess with its derived flags, in temporary XDG dirs. */
-import { loadConfig } from "../../src/launch/config.ts";
-import { type Paths, resolvePaths } from "../../src/launch/paths.ts";
-import { deriveFlags } from "../../src/launch/permissions.ts";
+import { loadConfig } from "../../src/base/config.ts";
+import { type Paths, resolvePaths } from "../../src/base/paths.ts";
+import { deriveFlags } from "../../src/base/permissions.ts";
 import { runnerExecutables } from "../../src/tools/runner.ts";
 import { loadTools } from "../../src/tools/load.ts";
 import { mcpExecutables } from "../../src/tools/mcp_plan.ts";

@@ -1,5 +1,5 @@
 /** Sample environments for the path, config and permission tests. */
-import type { Env } from "../../src/launch/paths.ts";
+import type { Env } from "../../src/base/paths.ts";
 
 /** An Env over a fixed table of variables; the rest are unset. */
 export function envOf(vars: Record<string, string>): Env {

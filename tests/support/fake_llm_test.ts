@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/base/log.ts";
 import {
   FakeLlm,
   fixture,

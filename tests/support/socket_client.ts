@@ -10,7 +10,7 @@
  * ```
  */
 
-import type { Event } from "../../src/protocol.ts";
+import type { Event } from "../../src/protocol/protocol.ts";
 
 /** An event as read from the socket: a protocol event, maybe with extra fields. */
 export type Received = Event & Record<string, unknown>;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { setLogSink } from "../../src/log.ts";
+import { setLogSink } from "../../src/base/log.ts";
 import { resolveExecutable } from "../../src/tools/executable.ts";
 import { loadTools, type ToolDef, toolSchemas } from "../../src/tools/load.ts";
 import { runTool } from "../../src/tools/runner.ts";

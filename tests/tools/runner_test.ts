@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { setLogSink } from "../../src/log.ts";
+import { setLogSink } from "../../src/base/log.ts";
 import { loadTools, type ToolDef } from "../../src/tools/load.ts";
 import {
   groupKillHelper,

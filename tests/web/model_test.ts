@@ -13,7 +13,7 @@ import type {
   Event,
   HelloPending,
   TurnView,
-} from "../../src/protocol.ts";
+} from "../../src/protocol/protocol.ts";
 
 type Hello = Extract<Event, { type: "hello" }>;
 /** What the daemon's socket carries, one line each. */

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { newToken } from "../../src/web/access.ts";
-import { webCommandWords } from "../../src/web/web_flags.ts";
+import { webCommandWords } from "../../src/launch/web_flags.ts";
 import { WEB_DIR } from "../../src/web/static_files.ts";
 import { webFlags } from "../../src/web/web.ts";
 import {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { AssistantError } from "../src/errors.ts";
-import { describeSafely } from "../src/log.ts";
+import { AssistantError } from "../../src/base/errors.ts";
+import { describeSafely } from "../../src/base/log.ts";
 
 Deno.test("what llama-server said is left out of the log by its length", () => {
   const error = new AssistantError(

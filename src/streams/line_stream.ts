@@ -2,7 +2,7 @@
  * Byte-bounded line framing for the socket protocol: bytes in, lines out,
  * with a hard cap so one client cannot make the daemon buffer without end.
  */
-import { concat } from "../bytes.ts";
+import { concat } from "./bytes.ts";
 
 /** One framed line (without its `\n` and trailing `\r`), or a report of an over-long line. */
 export type LineChunk = { line: Uint8Array } | { tooLong: number };

@@ -1,21 +1,21 @@
 /** Wires the daemon together: config, grants, store, tools, model client, brain and socket. */
-import { Assistant } from "./assistant/assistant.ts";
-import { loadConfig } from "./launch/config.ts";
-import { type Env, resolvePaths } from "./launch/paths.ts";
-import { AssistantError } from "./errors.ts";
-import { BackendWatch } from "./llm/backend.ts";
-import { LlmClient } from "./llm/client.ts";
-import { describeError, log } from "./log.ts";
-import { holds, missingGrants } from "./launch/permissions.ts";
-import { SearchWorker } from "./store/search_worker.ts";
-import { Server } from "./server/server.ts";
-import { clearSocketPath } from "./server/socket_path.ts";
-import { Store } from "./store/store.ts";
-import { groupKillHelper } from "./tools/runner.ts";
-import { loadTools } from "./tools/load.ts";
-import { planMcp } from "./tools/mcp_plan.ts";
-import { within } from "./within.ts";
-import { VERSION } from "./version.ts";
+import { Assistant } from "../assistant/assistant.ts";
+import { loadConfig } from "../base/config.ts";
+import { type Env, resolvePaths } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
+import { BackendWatch } from "../llm/backend.ts";
+import { LlmClient } from "../llm/client.ts";
+import { describeError, log } from "../base/log.ts";
+import { holds, missingGrants } from "../base/permissions.ts";
+import { SearchWorker } from "../store/search_worker.ts";
+import { Server } from "../server/server.ts";
+import { clearSocketPath } from "../server/socket_path.ts";
+import { Store } from "../store/store.ts";
+import { groupKillHelper } from "../tools/runner.ts";
+import { loadTools } from "../tools/load.ts";
+import { planMcp } from "../tools/mcp_plan.ts";
+import { within } from "../base/within.ts";
+import { VERSION } from "../base/version.ts";
 
 /** Injected parts of the daemon; the real ones by default. */
 export interface DaemonOptions {
@@ -132,7 +132,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // config that names servers pays for it.
   await using mcp = mcpPlan.servers.length === 0
     ? null
-    : new (await import("./tools/mcp.ts")).McpHub(mcpPlan.servers, {
+    : new (await import("../tools/mcp.ts")).McpHub(mcpPlan.servers, {
       defaultTimeout: config.tool_timeout,
       outputLimit: config.tool_output_limit,
       version: VERSION,

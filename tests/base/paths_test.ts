@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { AssistantError } from "../../src/errors.ts";
-import { ENV_VARS, resolvePaths, socketPath } from "../../src/launch/paths.ts";
+import { AssistantError } from "../../src/base/errors.ts";
+import { ENV_VARS, resolvePaths, socketPath } from "../../src/base/paths.ts";
 import { envOf, XDG } from "../support/env_fixture.ts";
 
 const BUNDLED = fileURLToPath(new URL("../../tools", import.meta.url));

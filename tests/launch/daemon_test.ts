@@ -1,9 +1,9 @@
 /** Start-up of the daemon process: a second one on the same socket refuses and touches nothing. */
 import assert from "node:assert/strict";
-import { Daemon, inheritedEnv } from "./support/daemon_harness.ts";
-import { FakeLlm } from "./support/fake_llm.ts";
+import { Daemon, inheritedEnv } from "../support/daemon_harness.ts";
+import { FakeLlm } from "../support/fake_llm.ts";
 
-const MAIN = new URL("../main.ts", import.meta.url).pathname;
+const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
 /**
  * The file's stat once it has stopped changing: the first daemon's own upkeep

@@ -5,13 +5,13 @@
  * beside `deno task`: `--task` prints the whole rest of that command line
  * (the flags, this module's `main.ts`, `web --port N`), one word per line.
  */
-import { loadConfig } from "../launch/config.ts";
-import { MAIN_MODULE, taskWords } from "../launch/launch.ts";
-import { type Env, readEnv, resolvePaths } from "../launch/paths.ts";
-import { AssistantError } from "../errors.ts";
-import { setQuiet } from "../log.ts";
-import { writeAll } from "../write_all.ts";
-import { parseWebArgs, webFlags } from "./web.ts";
+import { loadConfig } from "../base/config.ts";
+import { MAIN_MODULE, taskWords } from "./launch.ts";
+import { type Env, readEnv, resolvePaths } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
+import { setQuiet } from "../base/log.ts";
+import { writeAll } from "../streams/write_all.ts";
+import { parseWebArgs, webFlags } from "../web/web.ts";
 
 /** The words after `deno run --quiet --no-prompt` that start the canvas: its flags, then `main.ts web --port N`. */
 export async function webCommandWords(

@@ -5,7 +5,7 @@
 
 import { isAbsolute, join } from "node:path";
 import { parse, TomlDate, TomlError } from "smol-toml";
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "./errors.ts";
 import { clean, type Env, type Paths, readEnv } from "./paths.ts";
 import { type McpServerConfig, parseMcpTable } from "./mcp_config.ts";
 

@@ -6,10 +6,10 @@ import {
   loadConfig,
   mergeTables,
   parseConfig,
-} from "../../src/launch/config.ts";
-import { type Paths, resolvePaths } from "../../src/launch/paths.ts";
+} from "../../src/base/config.ts";
+import { type Paths, resolvePaths } from "../../src/base/paths.ts";
 import { envOf, XDG } from "../support/env_fixture.ts";
-import { AssistantError } from "../../src/errors.ts";
+import { AssistantError } from "../../src/base/errors.ts";
 
 const BUNDLED = fileURLToPath(new URL("../../tools", import.meta.url));
 

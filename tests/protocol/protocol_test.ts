@@ -3,7 +3,7 @@ import {
   DEFAULT_SEARCH_LIMIT,
   parseCommand,
   parseLine,
-} from "../src/protocol.ts";
+} from "../../src/protocol/protocol.ts";
 
 Deno.test("parseLine answers bad command for anything that is not an object with a string type", () => {
   for (

@@ -6,7 +6,7 @@
 import { isAbsolute } from "node:path";
 import type { Config } from "./config.ts";
 import { clean, ENV_VARS, type Paths } from "./paths.ts";
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "./errors.ts";
 import { mcpCommandPath } from "./mcp_config.ts";
 
 /** What the flags are derived from. */

@@ -1,16 +1,16 @@
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultConfig } from "../../src/launch/config.ts";
-import { ENV_VARS, type Paths, resolvePaths } from "../../src/launch/paths.ts";
+import { defaultConfig } from "../../src/base/config.ts";
+import { ENV_VARS, type Paths, resolvePaths } from "../../src/base/paths.ts";
 import { envOf } from "../support/env_fixture.ts";
-import { AssistantError } from "../../src/errors.ts";
+import { AssistantError } from "../../src/base/errors.ts";
 import {
   deriveFlags,
   missingGrants,
   netHost,
   V8_FLAGS,
-} from "../../src/launch/permissions.ts";
+} from "../../src/base/permissions.ts";
 import { mcpExecutables } from "../../src/tools/mcp_plan.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url)).replace(

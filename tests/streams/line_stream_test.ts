@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type LineChunk, LineStream } from "../../src/server/line_stream.ts";
+import { type LineChunk, LineStream } from "../../src/streams/line_stream.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

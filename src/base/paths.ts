@@ -5,7 +5,7 @@
 
 import { isAbsolute, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AssistantError } from "../errors.ts";
+import { AssistantError } from "./errors.ts";
 
 /** Every file and directory the daemon and its scripts use. */
 export interface Paths {
