@@ -1,19 +1,28 @@
+import type { ErrorCode } from "./error_codes.ts";
+
+export type { ErrorCode } from "./error_codes.ts";
+
 /** Options of an AssistantError. */
 export interface AssistantErrorOptions extends ErrorOptions {
   /** Text inside the message quoted from llama-server: it may repeat the turn's words, so logs leave it out. */
   quoted?: string;
+  /** The protocol's code for a client that receives it; absent for errors no client sees. */
+  code?: ErrorCode;
 }
 
 /** The daemon's one domain error: its message is safe to show to a client. */
 export class AssistantError extends Error {
   /** The part of the message quoted from outside, if any. */
   readonly quoted: string | undefined;
+  /** The protocol's stable code, when a client may receive it. */
+  readonly code: ErrorCode | undefined;
 
   /** Creates an error whose message names the value and the fix. */
   constructor(message: string, options?: AssistantErrorOptions) {
     super(message, options);
     this.name = "AssistantError";
     this.quoted = options?.quoted;
+    this.code = options?.code;
   }
 
   /** The message with the quoted text replaced by its length: what a log may hold. */
