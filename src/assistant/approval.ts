@@ -1,8 +1,8 @@
 /**
- * Tool calls that wait for the user: each gets a fresh id, a `confirm` event
- * to every client, and waits for the first `approve` that names it, its
- * timeout, or the reply's end. However it is decided, `approved` tells every
- * client, so each canvas closes its prompt.
+ * Tool calls that wait for the user: each gets a fresh id (its turn tells
+ * every client with a `confirm` event), and waits for the first `approve`
+ * that names it, its timeout, or the reply's end. However it is decided,
+ * `approved` tells every client, so each canvas closes its prompt.
  */
 import {
   type ConfirmView,
@@ -45,15 +45,15 @@ export class Approvals {
     return first.done ? null : structuredClone(first.value.view);
   }
 
-  /** Announces a call and waits for its decision; the signal's abort cancels the wait. */
+  /** A call that waits for its decision from now on; the signal's abort cancels the wait. */
   ask(
     tool: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
-  ): Promise<Decision> {
-    if (signal.aborted) return Promise.resolve("cancel");
+  ): { view: ConfirmView; decision: Promise<Decision> } {
     const call = crypto.randomUUID();
     const view: ConfirmView = { call, tool, args };
+    if (signal.aborted) return { view, decision: Promise.resolve("cancel") };
     const { promise, resolve } = Promise.withResolvers<Decision>();
     const settle = (decision: Decision, ref?: Ref) => {
       if (!this.#waiting.delete(call)) return;
@@ -75,8 +75,7 @@ export class Approvals {
     );
     signal.addEventListener("abort", onAbort, { once: true });
     this.#waiting.set(call, { view, settle });
-    this.#options.emit({ type: "confirm", ...structuredClone(view) });
-    return promise;
+    return { view, decision: promise };
   }
 
   /** The first answer for a waiting call (its `approved` carries the answer's ref); false when no call of that id waits. */

@@ -1,7 +1,9 @@
 /**
- * The brain: the current conversation, the turn counter and the reply in
- * flight, and the commands that change them; each reply runs in
- * `reply_run.ts`. It emits events; the server decides who receives them.
+ * The brain: the current conversation, the reply in flight and the status,
+ * and the commands that change them. A reply is a `Turn` (turn.ts) that
+ * yields its events; `Replies` (replies.ts) runs it, sends what it yields,
+ * saves it and ends it. Every event goes out through `#publish`, which folds
+ * it into the status `hello` reports; the server decides who receives it.
  */
 import { AssistantError } from "../base/errors.ts";
 import { log } from "../base/log.ts";
@@ -18,19 +20,21 @@ import type { ToolDef } from "../tools/load.ts";
 import type { McpHub } from "../tools/mcp.ts";
 import { Archive, type Searcher } from "./archive.ts";
 import { type Conversation, emptyConversation } from "./conversation.ts";
-import type { ModelSource, TurnConfig } from "./reply.ts";
+import { Replies } from "./replies.ts";
 import {
-  newReply,
-  type Reply,
-  ReplyRunner,
-  type TurnStart,
-} from "./reply_run.ts";
-import { helloEvent, Status } from "./status.ts";
+  foldStatus,
+  helloEvent,
+  INITIAL_STATUS,
+  isNote,
+  type StatusEvent,
+  type StatusView,
+} from "./status.ts";
 import { TokenLedger } from "./token_ledger.ts";
 import { Titler } from "./title.ts";
 import { ToolCalls } from "./tool_calls.ts";
+import type { ModelSource, TurnConfig, TurnStart } from "./turn.ts";
 
-export type { ModelSource, TurnConfig } from "./reply.ts";
+export type { ModelSource, TurnConfig } from "./turn.ts";
 export type { Searcher } from "./archive.ts";
 
 /** Everything the assistant needs, injected. */
@@ -61,15 +65,12 @@ const startedAt = performance.now();
 export class Assistant implements Disposable {
   #options: AssistantOptions;
   #current: Conversation = emptyConversation();
-  #gen = 0;
-  #reply: Reply | null = null;
-  #status = new Status((event) => this.#emit(event));
-  #ledger = new TokenLedger();
+  #status: StatusView = INITIAL_STATUS;
   #shutdown = new AbortController();
   #calls: ToolCalls;
   #titles: Titler;
   #archive: Archive;
-  #runner: ReplyRunner;
+  #replies: Replies;
 
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
@@ -79,7 +80,7 @@ export class Assistant implements Disposable {
       mcp: options.mcp ?? null,
       confirm: options.confirm,
       config: options.config,
-      emit: (event) => this.#emit(event),
+      emit: (event) => this.#publish(event),
       signal: this.#shutdown.signal,
       toolKillHelper: options.toolKillHelper ?? null,
       ...(options.runTool ? { runTool: options.runTool } : {}),
@@ -88,41 +89,38 @@ export class Assistant implements Disposable {
       llm: options.llm,
       request: options.config.request,
       save: (id, title) => options.store.rename(id, title),
-      emit: (event) => this.#emit(event),
-      busy: () => this.#reply !== null,
+      emit: (event) => this.#publish(event),
+      busy: () => this.#replies.turn !== null,
     });
     this.#archive = new Archive({
       store: options.store,
       searcher: options.searcher,
       titles: this.#titles,
-      emit: (event) => this.#emit(event),
+      emit: (event) => this.#publish(event),
     });
-    this.#runner = new ReplyRunner({
+    this.#replies = new Replies({
       store: options.store,
       llm: options.llm,
       config: options.config,
-      now: () => options.now?.() ?? new Date(),
-      calls: this.#calls,
-      status: this.#status,
-      ledger: this.#ledger,
+      tools: this.#calls,
+      ledger: new TokenLedger(),
       titles: this.#titles,
-      emit: (event) => this.#emit(event),
+      now: () => options.now?.() ?? new Date(),
       shutdown: this.#shutdown.signal,
       current: () => this.#current,
-      stale: (reply) => reply.gen !== this.#gen,
-      release: () => {
-        this.#reply = null;
-      },
+      status: () => this.#status,
+      publish: (event) => this.#publish(event),
     });
   }
 
   /** The `hello` for a client that just connected. */
   hello(): Event {
+    const turn = this.#replies.turn;
     return helloEvent({
-      status: this.#status.view(),
+      status: this.#status,
       backend: this.#options.backend?.(),
       current: this.#current,
-      reply: this.#reply,
+      reply: turn && { conversation: turn.conversation, pending: turn.pending },
       waiting: this.#calls.waiting,
     });
   }
@@ -148,7 +146,7 @@ export class Assistant implements Disposable {
         this.#retry(command.type === "edit" ? command.text : null, ref);
         return null;
       case "stop":
-        this.#stop();
+        this.#replies.stop();
         return null;
       case "new":
         this.#setCurrent(emptyConversation(command.private === true), ref);
@@ -184,12 +182,12 @@ export class Assistant implements Disposable {
 
   /** Resolves when the reply in flight ends; null when none is. */
   replyEnd(): Promise<void> | null {
-    return this.#reply?.finished ?? null;
+    return this.#replies.end();
   }
 
   /** Whether a reply is in flight. */
   get replying(): boolean {
-    return this.#reply !== null;
+    return this.#replies.turn !== null;
   }
 
   /**
@@ -200,13 +198,13 @@ export class Assistant implements Disposable {
    * database only after that (or after its time limit).
    */
   async settled(): Promise<void> {
-    await this.#runner.settled();
+    await this.#replies.settled();
     await this.#titles.settled();
   }
 
   /** Ends the reply in flight as stopped, kills running tools and drops title requests: for shutdown. */
   shutdown(): void {
-    this.#stop();
+    this.#replies.stop();
     this.#shutdown.abort();
     this.#titles[Symbol.dispose]();
   }
@@ -216,20 +214,21 @@ export class Assistant implements Disposable {
     this.shutdown();
   }
 
-  #emit(event: Event): void {
-    this.#options.emit(event);
+  /** Folds an event into the status and sends it to every client (a note to the status alone). */
+  #publish(event: StatusEvent): void {
+    this.#status = foldStatus(this.#status, event);
+    if (!isNote(event)) this.#options.emit(event);
   }
 
   #setCurrent(conversation: Conversation, ref?: Ref): void {
     const previous = this.#current;
     // A private conversation is gone once another one is current, and so is
     // its reply, as a deleted conversation's is.
-    if (previous.private && this.#reply?.conversation === previous) {
-      this.#stop();
+    if (previous.private && this.#replies.turn?.conversation === previous) {
+      this.#replies.stop();
     }
     this.#current = conversation;
-    this.#status.forgetSent();
-    this.#emit({
+    this.#publish({
       type: "conversation",
       id: conversation.id,
       turns: conversation.turns,
@@ -239,7 +238,7 @@ export class Assistant implements Disposable {
   }
 
   #delete(id: number): Event {
-    if (this.#reply?.conversation.id === id) this.#stop();
+    if (this.#replies.turn?.conversation.id === id) this.#replies.stop();
     this.#archive.delete(id);
     if (this.#current.id === id) this.#setCurrent(emptyConversation());
     return this.#archive.list();
@@ -252,36 +251,7 @@ export class Assistant implements Disposable {
     this.#startTurn({ text: text ?? last.user, replaces: true, ref });
   }
 
-  #stop(): void {
-    this.#gen++;
-    const reply = this.#reply;
-    if (!reply) return;
-    this.#reply = null;
-    reply.controller.abort();
-    log.info("reply stopped", { conv: reply.conversation.id, gen: reply.gen });
-    this.#emit({
-      type: "done",
-      id: reply.conversation.id,
-      stopped: true,
-      ...refField(reply.ref),
-    });
-    this.#status.set("idle");
-    this.#titles.resume();
-  }
-
   #startTurn(start: TurnStart): void {
-    if (this.#reply) this.#stop();
-    // A title request never holds up a question: it waits for the next pause.
-    this.#titles.pause();
-    const reply = newReply(++this.#gen, this.#current, start);
-    this.#reply = reply;
-    this.#emit({
-      type: "user",
-      text: start.text,
-      ...(start.replaces ? { replaces: true as const } : {}),
-      ...refField(start.ref),
-    });
-    this.#status.set("thinking");
-    this.#runner.start(reply);
+    this.#replies.start(this.#current, start);
   }
 }

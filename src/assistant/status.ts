@@ -1,10 +1,10 @@
 /**
- * What the daemon tells of itself: its state, the model in use and how full
- * its context is, which go out as `state` and `ctx` events as they change;
- * and the `hello` that sums it all up, the conversation and the reply in
- * flight included, for a client that connects later.
+ * What the daemon tells of itself in `hello`: its state, the model in use and
+ * how full its context is. The status is a fold of the events that went out
+ * (and of the few a turn yields for it alone), so it can never disagree with
+ * what the clients were told; `helloEvent` sums it up with the conversation
+ * and the reply in flight for a client that connects later.
  */
-import type { ModelChoice } from "../llm/client.ts";
 import type {
   BackendView,
   ConfirmView,
@@ -14,7 +14,6 @@ import type {
   State,
 } from "../protocol/protocol.ts";
 import type { Conversation } from "./conversation.ts";
-import type { TokenLedger } from "./token_ledger.ts";
 
 /** The fields of `hello` that the status fills. */
 export interface StatusView {
@@ -27,86 +26,58 @@ export interface StatusView {
   ctx_total: number | null;
 }
 
-/** The state, model and context use, and the events that announce them. */
-export class Status {
-  readonly #emit: (event: Event) => void;
-  #state: State = "idle";
-  #tool: string | null = null;
-  #model: string | null = null;
-  #ctxUsed: number | null = null;
-  #ctxMax: number | null = null;
-  /** Earlier turns the last request carried, of how many; about the current conversation only. */
-  #ctxSent: number | null = null;
-  #ctxTotal: number | null = null;
-
-  /** Starts idle with nothing known; events go to `emit`. */
-  constructor(emit: (event: Event) => void) {
-    this.#emit = emit;
-  }
-
-  /** The status for `hello`. */
-  view(): StatusView {
-    return {
-      state: this.#state,
-      ...(this.#tool !== null ? { tool: this.#tool } : {}),
-      model: this.#model,
-      ctx_used: this.#ctxUsed,
-      ctx_max: this.#ctxMax,
-      ctx_sent: this.#ctxSent,
-      ctx_total: this.#ctxTotal,
-    };
-  }
-
-  /** Sets the state (with the tool it concerns, if any) and announces it. */
-  set(state: State, tool: string | null = null): void {
-    this.#state = state;
-    this.#tool = tool;
-    this.#emit(
-      tool === null ? { type: "state", state } : { type: "state", state, tool },
-    );
-  }
-
-  /** A reply chose its model. */
-  model(model: ModelChoice, ledger: TokenLedger): void {
-    this.#model = model.id;
-    // Another model's size would be wrong: unknown is null.
-    this.#ctxMax = model.nCtx ?? ledger.contextSize(model.id);
-  }
-
+/** Events the status learns from that no client is sent. */
+export type StatusNote =
+  /** A turn chose its model, whose context size is known or not. */
+  | { type: "model"; id: string; ctx_max: number | null }
   /** A request used this many tokens of the context. */
-  usage(used: number): void {
-    this.#ctxUsed = used;
-  }
+  | { type: "usage"; used: number }
+  /** Earlier turns the last request in the current conversation carried, of how many. */
+  | { type: "window"; sent: number; total: number };
 
-  /** Another conversation is current: what the last request carried was about the one before. */
-  forgetSent(): void {
-    this.#ctxSent = null;
-    this.#ctxTotal = null;
-  }
+/** What the status folds. */
+export type StatusEvent = Event | StatusNote;
 
-  /**
-   * A reply finished: its context size and what it carried (kept when its
-   * conversation is the current one), announced as `ctx` once a size is known.
-   */
-  finished(
-    result: { nCtx: number | null; sent: number; total: number },
-    current: boolean,
-  ): void {
-    // A refusal may have told the size /props did not.
-    this.#ctxMax = result.nCtx ?? this.#ctxMax;
-    if (current) {
-      this.#ctxSent = result.sent;
-      this.#ctxTotal = result.total;
+/** Whether an event is for the status alone. */
+export function isNote(event: StatusEvent): event is StatusNote {
+  return event.type === "model" || event.type === "usage" ||
+    event.type === "window";
+}
+
+/** Idle, with nothing known. */
+export const INITIAL_STATUS: StatusView = Object.freeze({
+  state: "idle",
+  model: null,
+  ctx_used: null,
+  ctx_max: null,
+  ctx_sent: null,
+  ctx_total: null,
+});
+
+/** The status after one more event. */
+export function foldStatus(status: StatusView, event: StatusEvent): StatusView {
+  switch (event.type) {
+    case "state": {
+      const { tool: _tool, ...rest } = status;
+      return {
+        ...rest,
+        state: event.state,
+        ...(event.tool !== undefined ? { tool: event.tool } : {}),
+      };
     }
-    if (this.#ctxUsed !== null) {
-      this.#emit({
-        type: "ctx",
-        used: this.#ctxUsed,
-        max: this.#ctxMax,
-        sent: result.sent,
-        total: result.total,
-      });
-    }
+    case "model":
+      return { ...status, model: event.id, ctx_max: event.ctx_max };
+    case "usage":
+      return { ...status, ctx_used: event.used };
+    case "ctx":
+      return { ...status, ctx_used: event.used, ctx_max: event.max };
+    case "window":
+      return { ...status, ctx_sent: event.sent, ctx_total: event.total };
+    case "conversation":
+      // What the last request carried was about the conversation before.
+      return { ...status, ctx_sent: null, ctx_total: null };
+    default:
+      return status;
   }
 }
 

@@ -11,7 +11,7 @@ import { AssistantError } from "../base/errors.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { cleanTitle, type Event } from "../protocol/protocol.ts";
-import type { ModelSource } from "./reply.ts";
+import type { ModelSource } from "./turn.ts";
 
 /** Most tokens a title request may generate. */
 export const TITLE_MAX_TOKENS = 24;

@@ -3,13 +3,13 @@
  * and the user's approval first for the tools that wait for it.
  */
 import type { ToolCall } from "../llm/chat_types.ts";
-import type { ConfirmView, Event, Ref, State } from "../protocol/protocol.ts";
+import type { ConfirmView, Event, Ref } from "../protocol/protocol.ts";
 import type { ToolDef } from "../tools/load.ts";
 import type { McpHub } from "../tools/mcp.ts";
 import type { runTool, ToolOutcome } from "../tools/runner.ts";
 import { Toolbox } from "../tools/toolbox.ts";
 import { Approvals, declinedOutcome } from "./approval.ts";
-import type { TurnConfig } from "./reply.ts";
+import type { Approval, TurnConfig, TurnTools } from "./turn.ts";
 
 /** What the tool calls need. */
 export interface ToolCallsOptions {
@@ -27,7 +27,7 @@ export interface ToolCallsOptions {
 }
 
 /** Runs the model's tool calls, each one asked of the user first where it must be. */
-export class ToolCalls {
+export class ToolCalls implements TurnTools {
   readonly #options: ToolCallsOptions;
   readonly #toolbox: Toolbox;
   readonly #approvals: Approvals;
@@ -66,27 +66,24 @@ export class ToolCalls {
     return this.#approvals.answer(call, allow, ref);
   }
 
-  /** Waits for the user where the call needs it; an outcome for the model when it may not run. */
-  async confirm(
-    call: ToolCall,
-    signal: AbortSignal,
-    setState: (state: State, tool: string) => void,
-  ): Promise<ToolOutcome | null> {
+  /** The wait for the user's approval where the call needs one; null to run it at once. */
+  approval(call: ToolCall, signal: AbortSignal): Approval | null {
     const name = call.function.name;
     if (!this.#toolbox.confirms(name)) return null;
     // A call refused before it runs (bad arguments) needs no approval.
     const args = this.#toolbox.runnableArgs(name, call.function.arguments);
     if (args === null) return null;
     const started = performance.now();
-    setState("confirm", name);
-    const decision = await this.#approvals.ask(name, args, signal);
-    if (decision === "allow") return null;
-    return declinedOutcome(
-      name,
-      decision,
-      this.#confirmTimeout,
-      Math.round(performance.now() - started),
+    const { view, decision } = this.#approvals.ask(name, args, signal);
+    const outcome = decision.then((decided) =>
+      decided === "allow" ? null : declinedOutcome(
+        name,
+        decided,
+        this.#confirmTimeout,
+        Math.round(performance.now() - started),
+      )
     );
+    return { view, outcome };
   }
 
   /** Runs one call. */

@@ -1,6 +1,6 @@
 /** Tool calls that wait for the user: allowed, denied, timed out and stopped, with two clients; and a late client's hello. */
 import assert from "node:assert/strict";
-import { Daemon } from "../support/daemon_harness.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
 import { runs, weatherTools } from "../support/weather_tool.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import {
@@ -24,7 +24,7 @@ function toolResult(llm: FakeLlm, index: number): string {
   return messages.filter((m) => m.role === "tool").at(-1)?.content ?? "";
 }
 
-async function connected(daemon: Daemon): Promise<SocketClient> {
+async function connected(daemon: LocalDaemon): Promise<SocketClient> {
   const client = await daemon.connect();
   await client.next("hello");
   return client;
@@ -41,7 +41,7 @@ async function untilConfirm(
 Deno.test("allowed: every client is asked, the first answer counts, the second gets no such call, then the tool runs", async () => {
   await using tools = await weatherTools();
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [tools.dir],
   });
@@ -86,7 +86,7 @@ Deno.test("allowed: every client is asked, the first answer counts, the second g
 Deno.test("denied: the model reads that the user declined, no tool runs, the history keeps a placeholder", async () => {
   await using tools = await weatherTools();
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [tools.dir],
   });
@@ -119,7 +119,7 @@ Deno.test("denied: the model reads that the user declined, no tool runs, the his
 Deno.test("no answer within confirm_timeout: declined, and every client is told", async () => {
   await using tools = await weatherTools();
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [tools.dir],
     config: "confirm_timeout = 0.3\n",
@@ -150,7 +150,7 @@ Deno.test("no answer within confirm_timeout: declined, and every client is told"
 Deno.test("stop cancels the wait: approved false, done stopped, the tool never runs", async () => {
   await using tools = await weatherTools();
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [tools.dir],
   });
@@ -177,7 +177,7 @@ Deno.test("stop cancels the wait: approved false, done stopped, the tool never r
 Deno.test("a client that connects while a call waits sees it in hello and may answer it", async () => {
   await using tools = await weatherTools();
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [tools.dir],
   });
@@ -226,7 +226,7 @@ Deno.test("a client that connects while a call waits sees it in hello and may an
 Deno.test("a waiting call is in hello even when its reply belongs to a conversation the newcomer does not see", async () => {
   await using tools = await weatherTools();
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [tools.dir],
   });
@@ -261,7 +261,7 @@ Deno.test("a waiting call is in hello even when its reply belongs to a conversat
 Deno.test("confirm_tools makes a tool file's calls wait; other tools and bad arguments do not", async () => {
   const fixtures = new URL("../fixtures/tools/", import.meta.url).pathname;
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [fixtures],
     config: 'confirm_tools = ["echo_args"]\n',

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { Daemon, daemonEnv } from "../support/daemon_harness.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
+import { daemonEnv } from "../support/daemon_harness.ts";
 import {
   FakeLlm,
   type RecordedRequest,
@@ -63,7 +64,7 @@ function historyOf(request: RecordedRequest): string[] {
 }
 
 function storedRows(
-  daemon: Daemon,
+  daemon: LocalDaemon,
 ): { user: string; reply: string; tokens: number | null }[] {
   const db = new DatabaseSync(daemon.paths.dbPath, { readOnly: true });
   try {
@@ -78,7 +79,7 @@ Deno.test("twenty long replies in a small context: every ask is done, the histor
   await using llm = await FakeLlm.start({
     models: [{ id: MODEL, nCtx: 2048 }],
   });
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     config: "reply_reserve = 512\nhistory_turns = 20\n",
   });
@@ -143,7 +144,7 @@ Deno.test("a count that undershoots: the 400 is recovered by sending fewer turns
   await using llm = await FakeLlm.start({
     models: [{ id: MODEL, nCtx: 2048 }],
   });
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     config: "reply_reserve = 512\nhistory_turns = 20\n",
   });
@@ -193,7 +194,7 @@ Deno.test("a question longer than the context: the error names both sizes, the c
   await using llm = await FakeLlm.start({
     models: [{ id: MODEL, nCtx: 2048 }],
   });
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
   llm.enqueue(reply({ content: ["First", " answer."] }));
@@ -233,7 +234,7 @@ Deno.test("a tool result larger than the context: history goes first, then the r
   });
   // The one tool alone, so its schema leaves room for history.
   await using tools = await toolsDir("big_output");
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [tools.path],
     config: "reply_reserve = 512\ntool_output_limit = 65536\n",
@@ -290,7 +291,7 @@ Deno.test("a reply cut by the context end or by max_tokens is saved as shown and
     await using llm = await FakeLlm.start({
       models: [{ id: MODEL, nCtx: 1024 }],
     });
-    await using daemon = await Daemon.start({ llmUrl: llm.url });
+    await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
     await using client = await daemon.connect();
     await client.next("hello");
     llm.enqueue(long(5000));
@@ -312,7 +313,7 @@ Deno.test("a reply cut by the context end or by max_tokens is saved as shown and
   });
   await t.step("max_tokens", async () => {
     await using llm = await FakeLlm.start();
-    await using daemon = await Daemon.start({
+    await using daemon = await LocalDaemon.start({
       llmUrl: llm.url,
       config: "[request]\nmax_tokens = 8\n",
     });
@@ -367,7 +368,7 @@ Deno.test("a conversation stored before token counts were kept opens and answers
     raw.close();
 
     await using llm = await FakeLlm.start();
-    await using daemon = await Daemon.start({ llmUrl: llm.url, home });
+    await using daemon = await LocalDaemon.start({ llmUrl: llm.url, home });
     await using client = await daemon.connect();
     await client.next("hello");
     await client.send({ type: "open", id });

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { within } from "../support/client_harness.ts";
-import { Daemon } from "../support/daemon_harness.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
 import {
   askedQuestion,
   FakeLlm,
@@ -22,7 +22,7 @@ import {
 
 const TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname;
 
-function storedTurns(daemon: Daemon): { user: string; reply: string }[] {
+function storedTurns(daemon: LocalDaemon): { user: string; reply: string }[] {
   const db = new DatabaseSync(daemon.paths.dbPath, { readOnly: true });
   try {
     return db.prepare("SELECT user, reply FROM turns ORDER BY conv, seq")
@@ -48,7 +48,7 @@ type Chat = { messages: { role: string; content: string | null }[] };
 
 Deno.test("every answer kind and a turn's user, done and error carry the command's ref", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using a = await daemon.connect();
   await using b = await daemon.connect();
   await a.next("hello");
@@ -149,7 +149,7 @@ Deno.test("every answer kind and a turn's user, done and error carry the command
 
 Deno.test("a wrong ref is answered bad ref and the command is not run", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
   const wrong = [
@@ -181,7 +181,7 @@ Deno.test("a wrong ref is answered bad ref and the command is not run", async ()
 
 Deno.test("retry and edit replace the last turn in open and in the file once the new reply finishes", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await using watcher = await daemon.connect();
   await client.next("hello");
@@ -264,7 +264,7 @@ Deno.test("retry and edit replace the last turn in open and in the file once the
 
 Deno.test("a stopped or failed retry leaves the stored last turn as it was", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
   llm.enqueue(reply({ content: ["The original answer."] }));
@@ -312,7 +312,7 @@ Deno.test("a stopped or failed retry leaves the stored last turn as it was", asy
 
 Deno.test("retry needs a last turn; during a reply it stops that reply first", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
 
@@ -361,7 +361,7 @@ Deno.test("retry needs a last turn; during a reply it stops that reply first", a
 
 Deno.test("rename reaches every client and the list; a bad title is refused", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using a = await daemon.connect();
   await using b = await daemon.connect();
   await a.next("hello");
@@ -410,7 +410,7 @@ Deno.test("rename reaches every client and the list; a bad title is refused", as
 
 Deno.test("export writes a conversation with tool use as JSON that parses back and as Markdown with every turn", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
   });

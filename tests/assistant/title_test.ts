@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { titleFrom, titleMessages } from "../../src/assistant/title.ts";
 import { within } from "../support/client_harness.ts";
-import { Daemon } from "../support/daemon_harness.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
 import {
   askedQuestion,
   FakeLlm,
@@ -56,7 +56,7 @@ Deno.test("titleMessages quote the question and the reply, cut when long", () =>
 
 Deno.test("auto_title names a conversation after its first reply with one short request to the same model", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     config: "auto_title = true\n",
   });
@@ -115,7 +115,7 @@ Deno.test("auto_title names a conversation after its first reply with one short 
 
 Deno.test("auto_title never overwrites a title the user gave", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     config: "auto_title = true\n",
   });
@@ -149,7 +149,7 @@ Deno.test("auto_title never overwrites a title the user gave", async () => {
 
 Deno.test("a waiting ask starts at once: the title request gives way and is asked again after the reply", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     config: "auto_title = true\n",
   });
@@ -190,7 +190,7 @@ Deno.test("a waiting ask starts at once: the title request gives way and is aske
 
 Deno.test("without auto_title no request follows a reply", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
   await ask(client, "One");

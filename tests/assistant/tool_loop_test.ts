@@ -1,6 +1,6 @@
 /** The tool loop end to end: rounds, the last round, bad arguments, and a stop while a tool runs. */
 import assert from "node:assert/strict";
-import { Daemon } from "../support/daemon_harness.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { isIdle } from "../support/socket_client.ts";
 import { Store } from "../../src/store/store.ts";
@@ -28,7 +28,7 @@ async function waitForFile(path: string): Promise<void> {
 
 Deno.test("after max_tool_rounds the last request says tool_choice none", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
     config: "max_tool_rounds = 2\n",
@@ -57,7 +57,7 @@ Deno.test("after max_tool_rounds the last request says tool_choice none", async 
 
 Deno.test("bad arguments and unknown tools come back to the model as results", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
   });
@@ -96,7 +96,7 @@ Deno.test("bad arguments and unknown tools come back to the model as results", a
 
 Deno.test("arguments with shell syntax reach the tool literally", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
   });
@@ -126,7 +126,7 @@ Deno.test("arguments with shell syntax reach the tool literally", async () => {
 
 Deno.test("stop while a tool runs: done at once, the tool finishes, its result never reaches the model", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
   });
@@ -172,78 +172,9 @@ Deno.test("stop while a tool runs: done at once, the tool finishes, its result n
 });
 
 /** Whether a process still runs (a zombie has already died). */
-function alive(pid: number): boolean {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2));
-  } catch {
-    return false;
-  }
-}
-
-async function timedOutChildren(config: string): Promise<number[]> {
-  await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
-    llmUrl: llm.url,
-    toolsDirs: [TOOLS],
-    config,
-  });
-  await using client = await daemon.connect();
-  await client.next("hello");
-  llm.enqueue(
-    reply({ toolCalls: [{ name: "sleeper", arguments: "{}" }] }),
-    reply({ content: ["It timed out."] }),
-  );
-  await client.send({ type: "ask", text: "Sleep" });
-  await client.until(isIdle);
-  const result =
-    (llm.chats[1]!.body as Body).messages.find((m) => m.role === "tool")
-      ?.content ?? "";
-  assert.match(result, /^The tool sleeper was stopped after 0\.5 seconds/);
-  return [...result.matchAll(/^child (\d+)$/gm)].map((m) => Number(m[1]));
-}
-
-Deno.test("under its derived flags the daemon kills a timed-out tool alone by default, and its whole group with tool_group_kill", async () => {
-  const left = await timedOutChildren("");
-  try {
-    assert.equal(left.length, 2);
-    assert.deepEqual(left.filter(alive), left, "measured: children live on");
-  } finally {
-    for (const pid of left) Deno.kill(pid, "SIGKILL");
-  }
-  const group = await timedOutChildren("tool_group_kill = true\n");
-  assert.equal(group.length, 2);
-  assert.deepEqual(group.filter(alive), []);
-});
-
-Deno.test("tool_group_kill without the grant for timeout refuses to start, naming the fix", async () => {
-  await using llm = await FakeLlm.start();
-  const home = await Deno.makeTempDir({ prefix: "da-test-" });
-  try {
-    const exact = await Daemon.start({
-      llmUrl: llm.url,
-      toolsDirs: [TOOLS],
-      home,
-    });
-    await exact[Symbol.asyncDispose]();
-    await assert.rejects(
-      Daemon.start({
-        llmUrl: llm.url,
-        toolsDirs: [TOOLS],
-        config: "tool_group_kill = true\n",
-        flags: exact.flags,
-        home,
-      }),
-      /tool_group_kill = true needs coreutils timeout on PATH and --allow-run for it/,
-    );
-  } finally {
-    await Deno.remove(home, { recursive: true });
-  }
-});
-
 Deno.test("a stored turn's unparsable tool-call arguments go back to the model as {}", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   {
     // As a version that kept the model's arguments verbatim saved it.
     using store = new Store(daemon.paths.dbPath);

@@ -3,7 +3,7 @@
  * `turn: true`, state idle, nothing saved, and the next `ask` works.
  */
 import assert from "node:assert/strict";
-import { Daemon } from "../support/daemon_harness.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
 import {
   cut,
   FakeLlm,
@@ -104,7 +104,7 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
 
 Deno.test("each llama-server fault ends the reply with its error, then a good ask works", async (t) => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     config: "stall_timeout = 0.3\n",
   });
@@ -154,7 +154,7 @@ Deno.test("each llama-server fault ends the reply with its error, then a good as
 Deno.test("an unreachable llama-server is named in the error, and the daemon recovers when it appears", async () => {
   const port = freePort();
   const url = `http://127.0.0.1:${port}`;
-  await using daemon = await Daemon.start({ llmUrl: url });
+  await using daemon = await LocalDaemon.start({ llmUrl: url });
   await using client = await daemon.connect();
   await client.next("hello");
 

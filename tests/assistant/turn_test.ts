@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { within } from "../support/client_harness.ts";
-import { Daemon } from "../support/daemon_harness.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
 import { FakeLlm, gated, hold, reply } from "../support/fake_llm.ts";
 import { isIdle } from "../support/socket_client.ts";
 
@@ -20,7 +20,7 @@ interface StoredRow {
   messages: string;
 }
 
-function storedTurns(daemon: Daemon): StoredRow[] {
+function storedTurns(daemon: LocalDaemon): StoredRow[] {
   const db = new DatabaseSync(daemon.paths.dbPath, { readOnly: true });
   try {
     return db.prepare(
@@ -36,7 +36,7 @@ type Message = { role: string; content: string | null; tool_calls?: unknown[] };
 
 Deno.test("a turn streams thinking, tokens and a tool call in order and stores the placeholder", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
   });
@@ -113,7 +113,7 @@ Deno.test("a turn streams thinking, tokens and a tool call in order and stores t
 
 Deno.test("stop mid-stream ends the reply at once, aborts the request and saves nothing", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
 
@@ -140,7 +140,7 @@ Deno.test("stop mid-stream ends the reply at once, aborts the request and saves 
 
 Deno.test("an ask during a reply stops it first; a late client gets the pending reply", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
   });
@@ -197,7 +197,7 @@ Deno.test("a client that half-closes after its ask gets the whole reply, then is
   await using llm = await FakeLlm.start();
   const gate = Promise.withResolvers<void>();
   llm.enqueue(gated("first", gate.promise, " second"));
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
   await client.send({ type: "ask", text: "Half closed" });
@@ -216,7 +216,7 @@ Deno.test("a client that half-closes after its ask gets the whole reply, then is
 Deno.test("a client that half-closes without asking is closed at once, even during another's reply", async () => {
   await using llm = await FakeLlm.start();
   llm.enqueue(hold(["long"]));
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using asker = await daemon.connect();
   await asker.next("hello");
   await asker.send({ type: "ask", text: "Take your time" });
@@ -233,7 +233,7 @@ Deno.test("a client that half-closes without asking is closed at once, even duri
 
 Deno.test("the next request carries stored history with stamps, capped at history_turns", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
+  await using daemon = await LocalDaemon.start({
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
     config:
@@ -301,7 +301,7 @@ Deno.test("the next request carries stored history with stamps, capped at histor
 
 Deno.test("a reply is saved where it began even when another conversation is opened", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
 
@@ -331,7 +331,7 @@ Deno.test("a reply is saved where it began even when another conversation is ope
 
 Deno.test("deleting the conversation a reply belongs to stops the reply", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
 
@@ -361,7 +361,7 @@ Deno.test("think tags inside content go to think, and ctx reports usage and n_ct
   await using llm = await FakeLlm.start({
     models: [{ id: "/srv/models/m.gguf", nCtx: 8192 }],
   });
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
 
@@ -399,7 +399,7 @@ Deno.test("think tags inside content go to think, and ctx reports usage and n_ct
 
 Deno.test("a literal <think> in an answer is shown and stored whole when the server splits reasoning", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
 
@@ -428,7 +428,7 @@ Deno.test("a literal <think> in an answer is shown and stored whole when the ser
 
 Deno.test("hello.pending names the reply's conversation: after new during a reply, a late client does not see it as the new one's", async () => {
   await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
   await using client = await daemon.connect();
   await client.next("hello");
 

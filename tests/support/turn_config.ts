@@ -1,5 +1,5 @@
 /** The config keys a reply reads, as the tests that build an Assistant or run a reply alone use them. */
-import type { TurnConfig } from "../../src/assistant/reply.ts";
+import type { TurnConfig } from "../../src/assistant/turn.ts";
 
 /** The defaults of a turn, with a short system prompt. */
 export const TURN_CONFIG: TurnConfig = Object.freeze({

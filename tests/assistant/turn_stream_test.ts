@@ -1,9 +1,13 @@
-/** One reply's loop alone: an injected model source streams typed deltas, the tool runner is recorded. */
+/** One turn alone: an injected model source streams typed deltas, the tool runner is recorded. */
 import assert from "node:assert/strict";
 import type { ChatMessage, ToolCall } from "../../src/llm/chat_types.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
-import { type ModelSource, runReply } from "../../src/assistant/reply.ts";
-import type { Event, PendingView } from "../../src/protocol/protocol.ts";
+import {
+  type ModelSource,
+  Turn,
+  type TurnEvent,
+} from "../../src/assistant/turn.ts";
+import { emptyConversation } from "../../src/assistant/conversation.ts";
 import { TokenLedger } from "../../src/assistant/token_ledger.ts";
 import { TURN_CONFIG } from "../support/turn_config.ts";
 
@@ -49,39 +53,35 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
     [{ kind: "content", text: "Sunny." }, { kind: "finish", reason: "stop" }],
   );
   const calls: ToolCall[] = [];
-  const events: Event[] = [];
-  const pending: PendingView = {
-    user: "Weather?",
-    reply: "",
-    think: "",
-    tools: [],
-  };
-  const result = await runReply({
+  const turn = new Turn({
+    text: "Weather?",
+    replaces: false,
+    ref: undefined,
     llm,
     config: { ...TURN_CONFIG, thinking: false },
-    schemas: [{ type: "function", function: { name: "weather" } }],
-    runTool: (call) => {
-      calls.push(call);
-      return Promise.resolve({
-        content: "sunny",
-        bytes: 5,
-        lines: 1,
-        durationMs: 1,
-        status: "exit 0",
-      });
+    tools: {
+      schemas: () => [{ type: "function", function: { name: "weather" } }],
+      approval: () => null,
+      run: (call) => {
+        calls.push(call);
+        return Promise.resolve({
+          content: "sunny",
+          bytes: 5,
+          lines: 1,
+          durationMs: 1,
+          status: "exit 0",
+        });
+      },
     },
-    signal: new AbortController().signal,
-    now: new Date(0),
-    history: [],
-    counts: [],
     ledger: new TokenLedger(),
-    pending,
-    stale: () => false,
-    emit: (event) => events.push(event),
-    setState: () => {},
-    onModel: () => {},
-    onUsage: () => {},
+    conversation: emptyConversation(),
+    now: new Date(0),
   });
+  const events: TurnEvent[] = [];
+  const run = turn.run(new AbortController().signal);
+  let step = await run.next();
+  for (; !step.done; step = await run.next()) events.push(step.value);
+  const result = step.value;
   const expected: ToolCall = {
     id: "call-a",
     type: "function",
@@ -95,7 +95,7 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
       { type: "tool", name: "weather", done: true },
     ],
   );
-  assert.deepEqual(pending.tools, ["weather"]);
+  assert.deepEqual(turn.pending.tools, ["weather"]);
   // The follow-up request carries the call as the model made it, and the
   // tool message answers that id.
   const followUp = (llm.bodies[1] as { messages: ChatMessage[] }).messages;
@@ -103,5 +103,5 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
     { role: "assistant", content: null, tool_calls: [expected] },
     { role: "tool", tool_call_id: "call-a", content: "sunny" },
   ]);
-  assert.deepEqual(result?.tools, ["weather"]);
+  assert.deepEqual(result.tools, ["weather"]);
 });

@@ -1,0 +1,335 @@
+/**
+ * The reply in flight: at most one turn runs at a time, and this is where
+ * its events go out, where it is saved, and where it ends. A turn ends in
+ * `#end` alone, stopped, failed or finished: that is the one place `done`,
+ * a turn's `error` and `state idle` come from. A turn that is no longer the
+ * one in flight reaches nobody: its events are dropped as they come, and it
+ * saves nothing.
+ */
+import { AssistantError } from "../base/errors.ts";
+import { describeSafely, log } from "../base/log.ts";
+import type { ChatMessage } from "../llm/chat_types.ts";
+import { refField } from "../protocol/protocol.ts";
+import type { Store } from "../store/store.ts";
+import {
+  type Conversation,
+  recordTokens,
+  rememberTurn,
+  saveTurn,
+} from "./conversation.ts";
+import type { StatusEvent, StatusView } from "./status.ts";
+import type { Titler } from "./title.ts";
+import type { TokenLedger } from "./token_ledger.ts";
+import {
+  type ModelSource,
+  Turn,
+  type TurnConfig,
+  type TurnResult,
+  type TurnStart,
+  type TurnTools,
+} from "./turn.ts";
+
+/** What the replies need of the assistant. */
+export interface RepliesOptions {
+  store: Store;
+  llm: ModelSource;
+  /** `auto_title` absent is off. */
+  config: TurnConfig & { auto_title?: boolean };
+  tools: TurnTools;
+  ledger: TokenLedger;
+  titles: Titler;
+  now: () => Date;
+  /** Aborts once the daemon is shutting down. */
+  shutdown: AbortSignal;
+  /** The conversation shown now; another may become current while a reply runs. */
+  current(): Conversation;
+  /** The status as the events so far made it. */
+  status(): StatusView;
+  /** Folds an event into the status and sends it to every client (notes to the status alone). */
+  publish(event: StatusEvent): void;
+}
+
+/** A turn in flight and what cancels it. */
+interface Flight {
+  turn: Turn;
+  controller: AbortController;
+  /** Resolves once its run has returned, a stopped one's included. */
+  finished: Promise<void>;
+}
+
+/** How a turn ended. */
+type Outcome =
+  | { kind: "stopped" }
+  | { kind: "failed"; error: unknown }
+  | {
+    kind: "finished";
+    result: TurnResult;
+    id: number | null;
+    /** The conversation's new title when replacing its first turn changed it. */
+    title: string | null;
+  };
+
+/** The turn in flight, its runs and their ends. */
+export class Replies {
+  readonly #o: RepliesOptions;
+  #flight: Flight | null = null;
+  /** Every turn's run until it returns, a stopped one included, and each finished turn's count. */
+  readonly #runs = new Set<Promise<void>>();
+
+  /** No reply in flight. */
+  constructor(options: RepliesOptions) {
+    this.#o = options;
+  }
+
+  /** The turn in flight, or null. */
+  get turn(): Turn | null {
+    return this.#flight?.turn ?? null;
+  }
+
+  /** Resolves when the reply in flight ends; null when none is. */
+  end(): Promise<void> | null {
+    return this.#flight?.finished ?? null;
+  }
+
+  /** Starts a turn in `conversation`, stopping the one in flight first. */
+  start(conversation: Conversation, start: TurnStart): void {
+    this.stop();
+    const o = this.#o;
+    // A title request never holds up a question: it waits for the next pause.
+    o.titles.pause();
+    const turn = new Turn({
+      ...start,
+      llm: o.llm,
+      config: o.config,
+      tools: o.tools,
+      ledger: o.ledger,
+      conversation,
+      now: o.now(),
+    });
+    const { promise: finished, resolve } = Promise.withResolvers<void>();
+    const flight = { turn, controller: new AbortController(), finished };
+    this.#flight = flight;
+    o.publish({
+      type: "user",
+      text: start.text,
+      ...(start.replaces ? { replaces: true as const } : {}),
+      ...refField(start.ref),
+    });
+    o.publish({ type: "state", state: "thinking" });
+    this.#track(this.#drive(flight).finally(resolve));
+  }
+
+  /** Ends the reply in flight as stopped: its request is aborted, nothing of it is saved. */
+  stop(): void {
+    if (this.#flight) this.#end(this.#flight, { kind: "stopped" });
+  }
+
+  /** Resolves once every run, and the count each finished turn left, has returned. */
+  async settled(): Promise<void> {
+    while (this.#runs.size > 0) await Promise.allSettled(this.#runs);
+  }
+
+  /** Runs the turn, sending its events while it is the one in flight, then saves and ends it. */
+  async #drive(flight: Flight): Promise<void> {
+    const started = performance.now();
+    const signal = AbortSignal.any([
+      flight.controller.signal,
+      this.#o.shutdown,
+    ]);
+    // Leaving this function ends the turn's run wherever it stands.
+    await using events = flight.turn.run(signal);
+    let result: TurnResult;
+    try {
+      for (;;) {
+        const step = await events.next();
+        // Stopped or replaced: the rest of the turn winds down unseen.
+        if (this.#flight !== flight) return;
+        if (step.done) {
+          result = step.value;
+          break;
+        }
+        this.#o.publish(step.value);
+      }
+    } catch (error) {
+      if (this.#flight === flight) this.#end(flight, { kind: "failed", error });
+      return;
+    }
+    this.#finish(flight, result, started);
+  }
+
+  /** Saves and remembers the finished turn and ends it; then counts and titles it. */
+  #finish(flight: Flight, result: TurnResult, started: number): void {
+    const o = this.#o;
+    const { turn } = flight;
+    const conversation = turn.conversation;
+    const first = conversation.id === null && conversation.turns.length === 0;
+    const stored = {
+      user: turn.pending.user,
+      reply: turn.pending.reply,
+      tools: result.tools,
+      messages: result.messages,
+      tokens: null,
+    };
+    let saved: { id: number | null; title: string | null };
+    try {
+      saved = saveTurn(o.store, conversation, stored, turn.replaces);
+    } catch (error) {
+      this.#end(flight, { kind: "failed", error });
+      return;
+    }
+    const { id, title } = saved;
+    rememberTurn(conversation, o.current(), id, stored, turn.replaces);
+    const row = id === null ? null : o.store.lastTurnId(id);
+    log.info("reply done", {
+      conv: id,
+      reply_bytes: stored.reply.length,
+      tools: result.tools.length,
+      replaced: turn.replaces,
+      sent: result.sent,
+      total: result.total,
+      ...(result.truncated ? { truncated: result.truncated } : {}),
+      ms: Math.round(performance.now() - started),
+    });
+    this.#end(flight, { kind: "finished", result, id, title });
+    const titled = first && id !== null && turn.model && o.config.auto_title
+      ? {
+        id,
+        source: {
+          question: stored.user,
+          reply: stored.reply,
+          model: turn.model,
+        },
+      }
+      : null;
+    // The turn's count goes first: a title request is the one that gives
+    // way, never a count the next reply's history uses.
+    this.#track(
+      this.#count(result, conversation, stored.messages, row).finally(() => {
+        if (titled) o.titles.request(titled.id, titled.source);
+        o.titles.resume();
+      }),
+    );
+  }
+
+  /** The end of a turn, however it came: the one place `done`, a turn's `error` and `state idle` are made. */
+  #end(flight: Flight, outcome: Outcome): void {
+    const o = this.#o;
+    const { turn } = flight;
+    this.#flight = null;
+    const ref = refField(turn.ref);
+    switch (outcome.kind) {
+      case "stopped":
+        flight.controller.abort();
+        log.info("reply stopped", { conv: turn.conversation.id });
+        o.publish({
+          type: "done",
+          id: turn.conversation.id,
+          stopped: true,
+          ...ref,
+        });
+        break;
+      case "failed":
+        o.publish({
+          type: "error",
+          message: this.#describe(outcome.error),
+          turn: true,
+          ...ref,
+        });
+        break;
+      case "finished": {
+        const { result, id, title } = outcome;
+        o.publish({
+          type: "done",
+          id,
+          stopped: false,
+          ...(result.truncated
+            ? { truncated: true as const, truncated_by: result.truncated }
+            : {}),
+          ...(turn.replaces ? { replaces: true as const } : {}),
+          ...ref,
+        });
+        if (id !== null && title !== null) {
+          o.publish({ type: "renamed", id, title });
+        }
+        const current = o.current();
+        if (
+          current === turn.conversation || (id !== null && current.id === id)
+        ) {
+          o.publish({ type: "window", sent: result.sent, total: result.total });
+        }
+        const status = o.status();
+        if (status.ctx_used !== null) {
+          o.publish({
+            type: "ctx",
+            used: status.ctx_used,
+            // A refusal may have told the size /props did not.
+            max: result.nCtx ?? status.ctx_max,
+            sent: result.sent,
+            total: result.total,
+          });
+        }
+        break;
+      }
+    }
+    o.publish({ type: "state", state: "idle" });
+    // A finished turn's title request waits for its count.
+    if (outcome.kind !== "finished") o.titles.resume();
+  }
+
+  /** The client's message for a failed turn, and a log line that cannot quote the turn. */
+  #describe(error: unknown): string {
+    const message = error instanceof AssistantError
+      ? error.message
+      : this.#o.shutdown.aborted
+      ? "the daemon is shutting down"
+      : "reply failed";
+    // AssistantError messages are written for clients; what they quote
+    // from llama-server may repeat the turn, so the log leaves it out.
+    // Anything else is named by class only.
+    const reason = error instanceof AssistantError
+      ? describeSafely(error)
+      : errorName(error);
+    log.warn("reply failed", { error: reason });
+    return message;
+  }
+
+  /**
+   * Measures a saved turn's size after its `done` and records it: in the
+   * history file, and in the conversation in memory (where a later retry may
+   * have replaced the turn meanwhile: then nothing changes).
+   */
+  async #count(
+    result: TurnResult,
+    conversation: Conversation,
+    messages: ChatMessage[],
+    row: number | null,
+  ): Promise<void> {
+    let tokens: number | null;
+    try {
+      tokens = await result.count();
+    } catch (error) {
+      // The turn is saved; without its size the history estimates it.
+      log.debug("turn count failed", { error: errorName(error) });
+      return;
+    }
+    if (tokens === null) return;
+    recordTokens([conversation, this.#o.current()], messages, tokens);
+    if (row !== null && this.#o.store.setTurnTokens(row, tokens)) {
+      log.debug("turn counted", { turn: row, tokens });
+    }
+  }
+
+  #track(work: Promise<void>): void {
+    const tracked: Promise<void> = work.catch((error) => {
+      log.error("reply run failed", { error: errorName(error) });
+    }).finally(() => this.#runs.delete(tracked));
+    this.#runs.add(tracked);
+  }
+}
+
+function errorName(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error;
+  // Where it was thrown helps; the message might quote the turn.
+  const frame = error.stack?.split("\n")[1]?.trim();
+  return frame ? `${error.name} ${frame}` : error.name;
+}
