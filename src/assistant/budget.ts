@@ -19,14 +19,28 @@ import { TurnRounds } from "./turn_rounds.ts";
 /** Times a request refused for its length is sent again. */
 export const MAX_RESENDS = 2;
 
-/** The reserve the config asks for, before the cap: `max_tokens` of `[request]` when set, else `reply_reserve`. */
+/** The `[request]` keys that limit a reply's tokens, in the order llama-server reads them (the first one set counts). */
+export const TOKEN_LIMIT_KEYS = [
+  "n_predict",
+  "max_tokens",
+  "max_completion_tokens",
+] as const;
+
+/** Where a reserve comes from: a token limit of `[request]`, else `reply_reserve`. */
+export type ReserveSource = (typeof TOKEN_LIMIT_KEYS)[number] | "reply_reserve";
+
+/** The reserve the config asks for, before the cap: the token limit `[request]` sets, else `reply_reserve`. */
 export function wantedReserve(
   config: Pick<Config, "reply_reserve" | "request">,
-): { tokens: number; from: "max_tokens" | "reply_reserve" } {
-  const max = config.request.max_tokens;
-  return typeof max === "number" && Number.isSafeInteger(max) && max > 0
-    ? { tokens: max, from: "max_tokens" }
-    : { tokens: config.reply_reserve, from: "reply_reserve" };
+): { tokens: number; from: ReserveSource } {
+  for (const key of TOKEN_LIMIT_KEYS) {
+    const max = config.request[key];
+    // -1 and the like are llama-server's "no limit".
+    if (typeof max === "number" && Number.isSafeInteger(max) && max > 0) {
+      return { tokens: max, from: key };
+    }
+  }
+  return { tokens: config.reply_reserve, from: "reply_reserve" };
 }
 
 /** The tokens kept free for the reply: the wanted reserve, at most half the context. */
@@ -169,8 +183,8 @@ export class ContextPlan {
   /**
    * Takes what a request's reply ended with: estimates build on the prompt
    * size it reported from now on. Returns why the reply was cut short, if it
-   * was: the context end fills the context exactly; short of it,
-   * `max_tokens` ran out.
+   * was: the context end fills the context exactly; short of it, the token
+   * limit the request set ran out (`max_tokens`, whichever key set it).
    */
   reported(
     finish: string | null,
@@ -182,7 +196,7 @@ export class ContextPlan {
     }
     if (finish !== "length") return null;
     const full = !usage || this.#nCtx === null || usage.used >= this.#nCtx;
-    return full || wantedReserve(this.#o.config).from !== "max_tokens"
+    return full || wantedReserve(this.#o.config).from === "reply_reserve"
       ? "context"
       : "max_tokens";
   }

@@ -163,6 +163,9 @@ export class Replies {
     const { turn } = flight;
     const conversation = turn.conversation;
     const first = conversation.id === null && conversation.turns.length === 0;
+    // A retry or an edit of the only turn makes the conversation anew: a
+    // title asked for the turn it replaces no longer fits it.
+    const remade = turn.replaces && conversation.turns.length === 1;
     const stored = {
       user: turn.pending.user,
       reply: turn.pending.reply,
@@ -191,7 +194,11 @@ export class Replies {
       ms: Math.round(performance.now() - started),
     });
     this.#end(flight, { kind: "finished", result, id, title });
-    const titled = first && id !== null && turn.model && o.config.auto_title
+    if (remade && id !== null) o.titles.cancel(id);
+    // A replaced first turn is titled again only while its title is still the
+    // one the store made: a title the user gave stays.
+    const wanted = first || (remade && title !== null);
+    const titled = wanted && id !== null && turn.model && o.config.auto_title
       ? {
         id,
         source: {

@@ -255,9 +255,9 @@ async function* llmLines(
 function reserveText(nCtx: number, config: Config): string {
   const wanted = wantedReserve(config);
   const reserve = replyReserve(nCtx, config);
-  const source = wanted.from === "max_tokens"
-    ? "max_tokens in [request]"
-    : "reply_reserve";
+  const source = wanted.from === "reply_reserve"
+    ? "reply_reserve"
+    : `${wanted.from} in [request]`;
   const capped = reserve < wanted.tokens ? ", capped at half the context" : "";
   return `${reserve} kept for the reply (${source}${capped})`;
 }

@@ -9,6 +9,7 @@ import {
   type PlanOptions,
   replyReserve,
   sendWithin,
+  wantedReserve,
 } from "../../src/assistant/budget.ts";
 import { newestThatFit } from "../../src/assistant/history_window.ts";
 import {
@@ -305,8 +306,32 @@ Deno.test("a reply ended by length is cut by the context when it filled it, else
     plan({ config: limited }).reported("length", { used: 900, prompt: 800 }),
     "max_tokens",
   );
-  // Without max_tokens only the context can end a reply so.
+  // Without a token limit only the context can end a reply so.
   assert.equal(plan().reported("length", { used: 900 }), "context");
+});
+
+Deno.test("n_predict and max_completion_tokens limit a reply as max_tokens does: its reserve, and what cut it", () => {
+  for (const key of ["n_predict", "max_completion_tokens"]) {
+    const limited = { ...CONFIG, request: { [key]: 100 } };
+    assert.deepEqual(wantedReserve(limited), { tokens: 100, from: key });
+    assert.equal(replyReserve(4096, limited), 100);
+    assert.equal(
+      plan({ config: limited }).reported("length", { used: 900, prompt: 800 }),
+      "max_tokens",
+    );
+    assert.equal(
+      plan({ config: limited }).reported("length", {
+        used: 4096,
+        prompt: 4000,
+      }),
+      "context",
+    );
+  }
+  // llama-server reads n_predict before max_tokens.
+  assert.deepEqual(
+    wantedReserve({ ...CONFIG, request: { max_tokens: 50, n_predict: 70 } }),
+    { tokens: 70, from: "n_predict" },
+  );
 });
 
 Deno.test("after a failed count the model's counts are estimated for a minute, then tried again", async () => {

@@ -198,3 +198,44 @@ Deno.test("without auto_title no request follows a reply", async () => {
   assert.deepEqual(llm.chats.map((c) => askedQuestion(c.body)), ["One", "Two"]);
   assert.equal(client.received.some((e) => e.type === "renamed"), false);
 });
+
+Deno.test("an edit of the first turn drops the title request made before it and asks one for the edited turn", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await LocalDaemon.start({
+    llmUrl: llm.url,
+    config: "auto_title = true\n",
+  });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  llm.enqueue(
+    reply({ content: ["About Paris."] }),
+    // The title request for the first wording, which gives way to the edit.
+    stall(),
+    reply({ content: ["About Rome."] }),
+    reply({ content: ["Rome in autumn"] }),
+  );
+  await ask(client, "Tell me about Paris");
+  await llm.nextChat();
+  const held = await llm.nextChat();
+  assert.ok(isTitleRequest(held.body));
+  await client.send({ type: "edit", text: "Tell me about Rome in autumn" });
+  await client.until(isIdle);
+  assert.equal(await within(held.done, "the title request to end"), "aborted");
+  await llm.nextChat();
+  const asked = await llm.nextChat();
+  assert.ok(isTitleRequest(asked.body));
+  const quoted = (asked.body as Body).messages[1]!.content;
+  assert.match(quoted, /about Rome in autumn/);
+  assert.doesNotMatch(quoted, /Paris/);
+  assert.deepEqual(await client.next("renamed"), {
+    type: "renamed",
+    id: 1,
+    title: "Rome in autumn",
+  });
+  await client.send({ type: "list" });
+  assert.deepEqual(
+    (await client.next("conversations")).items.map((i) => i.title),
+    ["Rome in autumn"],
+  );
+  assert.equal(llm.chats.filter((c) => isTitleRequest(c.body)).length, 2);
+});
