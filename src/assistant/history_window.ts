@@ -24,6 +24,34 @@ export function newestThatFit(
   return taken;
 }
 
+/**
+ * Where the window over `count` turns starts. Sliding, it holds the newest
+ * turns that fit in `room`, at most `limit`, and its oldest turn moves with
+ * every ask. In blocks (`previous`: where the conversation's last request
+ * started), it keeps its start while the turns from there fit; when turns
+ * must leave it moves at once to keep only the newest half of the limit and
+ * of the room, so the next turns begin the same way again: a server that
+ * cannot shift its cache reads the kept turns again once a block, not once
+ * a turn.
+ */
+export function windowStart(
+  count: number,
+  cost: (index: number) => number,
+  room: number,
+  limit: number,
+  previous: number | null,
+): number {
+  const sliding = count - newestThatFit(count, cost, room, limit);
+  // Any later start fits too: fewer of the same turns.
+  if (previous === null || previous >= sliding) {
+    return previous === null ? sliding : Math.min(previous, count);
+  }
+  // A window of one or two turns moves by one turn either way.
+  if (limit <= 2) return sliding;
+  const kept = newestThatFit(count, cost, room / 2, Math.floor(limit / 2));
+  return Math.max(sliding, count - kept);
+}
+
 /** What the window is chosen from. */
 export interface WindowOptions {
   ledger: TokenLedger;
@@ -31,6 +59,8 @@ export interface WindowOptions {
   /** The conversation's earlier turns, oldest first, with their measured sizes (null: unknown). */
   history: readonly (readonly ChatMessage[])[];
   counts: readonly (number | null)[];
+  /** Where the conversation's last request started its window, to move in blocks from; absent or null slides. */
+  blockFrom?: number | null;
 }
 
 /** The earlier turns a request carries, and what they cost. */
@@ -45,12 +75,17 @@ export class HistoryWindow {
   #start: number;
   #cost = 0;
 
-  /** Chooses the newest turns that fit in `room`, at most `limit`. */
+  /** Chooses the turns that fit in `room`, at most `limit`: the newest, or from where the last request started (see `windowStart`). */
   constructor(options: WindowOptions, room: number, limit: number) {
     this.#o = options;
     const total = options.history.length;
-    const sent = newestThatFit(total, (i) => this.#turnCost(i), room, limit);
-    this.#start = total - sent;
+    this.#start = windowStart(
+      total,
+      (i) => this.#turnCost(i),
+      room,
+      limit,
+      options.blockFrom ?? null,
+    );
     for (let i = this.#start; i < total; i++) {
       this.#cost += this.#turnCost(i);
     }
@@ -59,6 +94,11 @@ export class HistoryWindow {
   /** Earlier turns the request carries. */
   get sent(): number {
     return this.#o.history.length - this.#start;
+  }
+
+  /** The index of the first turn carried. */
+  get start(): number {
+    return this.#start;
   }
 
   /** Earlier turns the conversation has. */
