@@ -20,70 +20,44 @@
  *   at any point leaves a consistent file whose next open resumes the work.
  *
  * The file is personal data: its modes are enforced on every open and a
- * symbolic link in its place is refused (`store_files.ts`); the schema, its
- * migrations and the statements are in `store_schema.ts`.
+ * symbolic link in its place is refused (`files.ts`); opening it is in
+ * `connection.ts`, the schema and its migrations in `schema.ts`, the
+ * statements in `statements.ts`, the values it takes and gives in `rows.ts`.
  */
-import { DatabaseSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { AssistantError } from "../base/errors.ts";
-import { log } from "../base/log.ts";
 import type { TurnView } from "../protocol/protocol.ts";
+import { openHistory } from "./connection.ts";
+import {
+  type ConversationItem,
+  type ConversationRecord,
+  type OpenedConversation,
+  parseMessages,
+  parseTokens,
+  parseTools,
+  type StoredTurn,
+} from "./rows.ts";
 import {
   prepareSearch,
   type Search,
   type SearchHit,
   type SearchOptions,
 } from "./search.ts";
-import { prepareFiles, secureSidecars } from "./files.ts";
-import {
-  integrityProblems,
-  migrate,
-  prepareStatements,
-  type Statements,
-} from "./schema.ts";
-import { BUSY_TIMEOUT_MS, Upkeep, type UpkeepOptions } from "./upkeep.ts";
+import { integrityProblems } from "./schema.ts";
+import { prepareStatements, type Statements } from "./statements.ts";
+import { titleOf } from "./title.ts";
+import { Upkeep, type UpkeepOptions } from "./upkeep.ts";
 
+export type {
+  ConversationItem,
+  ConversationRecord,
+  OpenedConversation,
+  RecordedTurn,
+  StoredTurn,
+} from "./rows.ts";
 export type { SearchHit } from "./search.ts";
-
-/** One finished turn, as saved at its `done`. */
-export interface StoredTurn {
-  user: string;
-  reply: string;
-  tools: string[];
-  messages: ChatMessage[];
-  /** The turn's size in the model's tokens as measured from llama-server; null when unknown. */
-  tokens?: number | null;
-}
-
-/** One row of the conversation list; `updated` is in Unix seconds. */
-export interface ConversationItem {
-  id: number;
-  title: string;
-  updated: number;
-}
-
-/** One turn of a {@link ConversationRecord}: `at` is when it was saved, in Unix seconds. */
-export interface RecordedTurn extends TurnView {
-  at: number;
-}
-
-/** A whole conversation with its dates (Unix seconds), as `export` writes it. */
-export interface ConversationRecord {
-  id: number;
-  title: string;
-  created: number;
-  updated: number;
-  turns: RecordedTurn[];
-}
-
-/** A conversation loaded back: turns for clients, messages per turn for the model. */
-export interface OpenedConversation {
-  id: number;
-  turns: TurnView[];
-  messages: ChatMessage[][];
-  /** Each turn's measured size in tokens; null for turns saved before sizes were kept. */
-  tokens: (number | null)[];
-}
+export { titleOf } from "./title.ts";
 
 /** Injected dependencies and tuning of a store. */
 export interface StoreOptions {
@@ -99,16 +73,8 @@ export interface StoreOptions {
   upkeepDeferMs?: number;
 }
 
-/** Words of the first question that make a conversation's title. */
-const TITLE_WORDS = 6;
-
 /** Default number of results of `search`. */
 const DEFAULT_SEARCH_LIMIT = 50;
-
-/** A conversation's title: the first words of its first question. */
-export function titleOf(user: string): string {
-  return user.trim().split(/\s+/).slice(0, TITLE_WORDS).join(" ");
-}
 
 /** The history database. */
 export class Store implements Disposable {
@@ -124,39 +90,17 @@ export class Store implements Disposable {
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path;
     this.#now = options.now ?? Date.now;
-    const onDisk = path !== ":memory:" && path !== "";
-    if (onDisk) prepareFiles(path);
-    try {
-      this.#db = new DatabaseSync(path);
-    } catch (error) {
-      throw new AssistantError(
-        `Cannot open the history database ${path}; check that it is a SQLite file the daemon may read and write.`,
-        { cause: error },
-      );
-    }
-    try {
-      this.#db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      this.#db.exec("PRAGMA journal_mode = WAL");
-      this.#db.exec("PRAGMA synchronous = FULL");
-      this.#db.exec("PRAGMA foreign_keys = ON");
-      // Checkpoints are upkeep's (see the module comment), never a commit's.
-      this.#db.exec("PRAGMA wal_autocheckpoint = 0");
-      migrate(this.#db, path);
-      if (onDisk) secureSidecars(path);
+    const tuning: SearchOptions = {};
+    if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
+    if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
+    const { db, prepared } = openHistory(path, (db) => ({
       // Prepared now, so the first save does not pay for them.
-      this.#sql = prepareStatements(this.#db);
-      const tuning: SearchOptions = {};
-      if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
-      if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
-      this.#search = prepareSearch(this.#db, tuning);
-    } catch (error) {
-      this.#db.close();
-      if (error instanceof AssistantError) throw error;
-      throw new AssistantError(
-        `Cannot use the history database ${path}; if it is not a SQLite file, move it aside.`,
-        { cause: error },
-      );
-    }
+      sql: prepareStatements(db),
+      search: prepareSearch(db, tuning),
+    }));
+    this.#db = db;
+    this.#sql = prepared.sql;
+    this.#search = prepared.search;
     // Work a previous run left (a delete not yet carried out, a WAL not yet
     // checkpointed, segments not yet merged) resumes soon after opening.
     const upkeep: UpkeepOptions = {};
@@ -305,9 +249,7 @@ export class Store implements Disposable {
       messages.push(
         parseMessages(row.messages, Number(row.id), user, reply),
       );
-      tokens.push(
-        typeof row.tokens === "number" && row.tokens >= 0 ? row.tokens : null,
-      );
+      tokens.push(parseTokens(row.tokens));
     }
     return { id, turns, messages, tokens };
   }
@@ -382,38 +324,4 @@ export class Store implements Disposable {
   [Symbol.dispose](): void {
     this.close();
   }
-}
-
-function parseTools(value: unknown, turn: number): string[] {
-  try {
-    const parsed: unknown = JSON.parse(String(value));
-    if (
-      Array.isArray(parsed) && parsed.every((t) => typeof t === "string")
-    ) {
-      return parsed;
-    }
-  } catch {
-    // Reported below; a damaged list must not hide the turn.
-  }
-  log.warn("history turn has unreadable tools", { turn });
-  return [];
-}
-
-function parseMessages(
-  value: unknown,
-  turn: number,
-  user: string,
-  reply: string,
-): ChatMessage[] {
-  try {
-    const parsed: unknown = JSON.parse(String(value));
-    if (Array.isArray(parsed)) return parsed as ChatMessage[];
-  } catch {
-    // Reported below; the question and reply still make a usable history.
-  }
-  log.warn("history turn has unreadable messages", { turn });
-  return [
-    { role: "user", content: user },
-    { role: "assistant", content: reply },
-  ];
 }

@@ -2,26 +2,9 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
-import { Store, type StoredTurn, titleOf } from "../../src/store/store.ts";
+import { Store, titleOf } from "../../src/store/store.ts";
 import { SCHEMA_VERSION } from "../../src/store/schema.ts";
-
-function turn(user: string, reply: string, tools: string[] = []): StoredTurn {
-  return {
-    user,
-    reply,
-    tools,
-    messages: [
-      { role: "user", content: `[2026-01-01 10:00] ${user}` },
-      { role: "assistant", content: reply },
-    ],
-  };
-}
-
-/** A clock in ms that moves a minute per reading, from a whole Unix second. */
-function clock(startSeconds = 1_700_000_000): () => number {
-  let t = startSeconds * 1000;
-  return () => (t += 60_000);
-}
+import { clock, turn } from "./fixtures.ts";
 
 Deno.test("replaceLastTurn swaps the last turn in place: open, search and the index follow", () => {
   using store = new Store(":memory:", { now: clock() });
