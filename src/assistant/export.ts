@@ -48,17 +48,23 @@ export function exportMarkdown(record: ConversationRecord): string {
   ];
   record.turns.forEach((turn, index) => {
     parts.push(`## ${index + 1} · ${date(turn.at)}`);
-    // Quoted line by line, so the question's own Markdown stays inside it.
-    parts.push(
-      turn.user.split(/\r?\n/).map((line) => line === "" ? ">" : `> ${line}`)
-        .join("\n"),
-    );
+    parts.push(quote(turn.user));
     if (turn.tools.length > 0) {
       parts.push(`*Tools used: ${turn.tools.join(", ")}*`);
     }
     parts.push(turn.reply.trim() === "" ? "*(no reply)*" : turn.reply.trim());
   });
   return parts.join("\n\n") + "\n";
+}
+
+/**
+ * Quoted line by line, so the question's own Markdown stays inside it. The
+ * line ends are Markdown's (CommonMark's): `\n`, `\r\n` and a lone `\r`;
+ * U+2028 and U+2029 end no Markdown line and stay inside theirs.
+ */
+function quote(text: string): string {
+  return text.split(/\r\n|\r|\n/).map((line) => line === "" ? ">" : `> ${line}`)
+    .join("\n");
 }
 
 function oneLine(text: string): string {

@@ -1,5 +1,6 @@
 /** The export formats alone, from a record as the store gives it. */
 import assert from "node:assert/strict";
+import { marked, type Token } from "marked";
 import {
   EXPORT_FORMAT,
   exportJson,
@@ -62,4 +63,50 @@ Deno.test("JSON: the desktop-assistant/1 document, fields in order", () => {
   ]);
   assert.equal(document.format, EXPORT_FORMAT);
   assert.deepEqual(document.turns, RECORD.turns);
+});
+
+/** The top-level Markdown blocks of a text, as a CommonMark parser reads them. */
+function blocks(markdown: string): Token[] {
+  return marked.lexer(markdown).filter((token) => token.type !== "space");
+}
+
+Deno.test("Markdown: a question stays quoted whatever its line ends", () => {
+  const lines = ["first line", "# Not a heading", "", "- not a list", "```"];
+  for (const end of ["\n", "\r\n", "\r"]) {
+    const user = lines.join(end);
+    const text = exportMarkdown({
+      ...RECORD,
+      turns: [{ user, reply: "Reply.", tools: [], at: 1_800_000_000 }],
+    });
+    const label = JSON.stringify(end);
+    assert.ok(
+      text.includes(
+        "> first line\n> # Not a heading\n>\n> - not a list\n> ```\n",
+      ),
+      label,
+    );
+    // Read back: the header, the turn's heading, the quote, the reply.
+    const read = blocks(text);
+    assert.deepEqual(
+      read.map((token) => token.type),
+      ["heading", "paragraph", "heading", "blockquote", "paragraph"],
+      label,
+    );
+    assert.equal(read[4]?.raw.trim(), "Reply.", label);
+  }
+  // U+2028 and U+2029 end no Markdown line: they stay inside the quoted one.
+  const separated = exportMarkdown({
+    ...RECORD,
+    turns: [{
+      user: "one\u2028# two\u2029three",
+      reply: "Reply.",
+      tools: [],
+      at: 1_800_000_000,
+    }],
+  });
+  assert.ok(separated.includes("> one\u2028# two\u2029three\n"));
+  assert.deepEqual(
+    blocks(separated).map((token) => token.type),
+    ["heading", "paragraph", "heading", "blockquote", "paragraph"],
+  );
 });
