@@ -17,6 +17,16 @@ export interface StoredTurn {
   tokens?: number | null;
 }
 
+/** A conversation's running summary: what its first `turns` turns said, for the model in their place. */
+export interface StoredSummary {
+  /** The summary as the model wrote it. */
+  text: string;
+  /** How many of the conversation's first turns it covers (at least 1). */
+  turns: number;
+  /** Its size in the model's tokens; null when unknown. */
+  tokens: number | null;
+}
+
 /** One row of the conversation list; `updated` is in Unix seconds. */
 export interface ConversationItem {
   id: number;
@@ -35,6 +45,8 @@ export interface ConversationRecord {
   title: string;
   created: number;
   updated: number;
+  /** The summary of its first turns; null when it has none. */
+  summary: StoredSummary | null;
   turns: RecordedTurn[];
 }
 
@@ -45,10 +57,41 @@ export interface OpenedConversation {
   messages: ChatMessage[][];
   /** Each turn's measured size in tokens; null for turns saved before sizes were kept. */
   tokens: (number | null)[];
+  /** The summary of its first turns; null when it has none. */
+  summary: StoredSummary | null;
+}
+
+type Row = Record<string, unknown>;
+
+/** A turn row of `record`; `legacy` is the time of a turn saved before turns had one. */
+export function recordedTurn(row: Row, legacy: number): RecordedTurn {
+  return {
+    user: String(row.user ?? ""),
+    reply: String(row.reply ?? ""),
+    tools: parseTools(row.tools, Number(row.id)),
+    at: row.at === null ? legacy : Number(row.at),
+  };
+}
+
+/** The turn rows of `open`, in order: what clients see, what the model is sent, each one's size. */
+export function openedTurns(
+  rows: Row[],
+): Pick<OpenedConversation, "turns" | "messages" | "tokens"> {
+  const turns: TurnView[] = [];
+  const messages: ChatMessage[][] = [];
+  const tokens: (number | null)[] = [];
+  for (const row of rows) {
+    const user = String(row.user ?? "");
+    const reply = String(row.reply ?? "");
+    turns.push({ user, reply, tools: parseTools(row.tools, Number(row.id)) });
+    messages.push(parseMessages(row.messages, Number(row.id), user, reply));
+    tokens.push(parseTokens(row.tokens));
+  }
+  return { turns, messages, tokens };
 }
 
 /** A stored turn's `tools` column: its list of names, empty when unreadable. */
-export function parseTools(value: unknown, turn: number): string[] {
+function parseTools(value: unknown, turn: number): string[] {
   try {
     const parsed: unknown = JSON.parse(String(value));
     if (
@@ -64,7 +107,7 @@ export function parseTools(value: unknown, turn: number): string[] {
 }
 
 /** A stored turn's `messages` column; when unreadable, its question and reply as the two messages they were. */
-export function parseMessages(
+function parseMessages(
   value: unknown,
   turn: number,
   user: string,

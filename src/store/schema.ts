@@ -67,6 +67,16 @@ const MIGRATIONS: readonly string[] = [
   // Each turn's size in the model's tokens, measured when it was saved; NULL
   // for turns saved before, which the reply loop estimates instead.
   `ALTER TABLE turns ADD COLUMN tokens INTEGER;`,
+  // A conversation's running summary of the turns that left the history
+  // window: its text, how many first turns it covers and its size in the
+  // model's tokens (NULL when unknown); gone with its conversation. Titles
+  // made before default titles were cut (one huge first word) are cut as
+  // they are now: only a default title could be longer than 200 characters.
+  `CREATE TABLE summaries(
+     conv INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE,
+     text TEXT NOT NULL, turns INTEGER NOT NULL, tokens INTEGER);
+   UPDATE conversations SET title = rtrim(substr(title, 1, 200))
+     WHERE length(title) > 200;`,
 ];
 
 /** The schema version this code writes. */

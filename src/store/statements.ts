@@ -21,6 +21,10 @@ export interface Statements {
   turnsOf: StatementSync;
   exists: StatementSync;
   markDeleted: StatementSync;
+  countTurns: StatementSync;
+  summaryOf: StatementSync;
+  setSummary: StatementSync;
+  dropSummary: StatementSync;
   nextDeleted: StatementSync;
   dropLastTurns: StatementSync;
   anyTurn: StatementSync;
@@ -86,6 +90,17 @@ export function prepareStatements(db: DatabaseSync): Statements {
       `INSERT OR IGNORE INTO deleted_conversations(id)
        SELECT id FROM conversations WHERE id = ?`,
     ),
+    countTurns: db.prepare("SELECT count(*) AS n FROM turns WHERE conv = ?"),
+    summaryOf: db.prepare(
+      `SELECT text, turns, tokens FROM summaries
+       WHERE conv = ? AND conv NOT IN (SELECT id FROM deleted_conversations)`,
+    ),
+    setSummary: db.prepare(
+      `INSERT INTO summaries(conv, text, turns, tokens) VALUES (?, ?, ?, ?)
+       ON CONFLICT(conv) DO UPDATE SET text = excluded.text,
+         turns = excluded.turns, tokens = excluded.tokens`,
+    ),
+    dropSummary: db.prepare("DELETE FROM summaries WHERE conv = ?"),
     nextDeleted: db.prepare("SELECT id FROM deleted_conversations LIMIT 1"),
     // The ?2 newest turns, in one statement: FTS5 writes its pending
     // entries out at every statement (savepoint), so a statement per turn

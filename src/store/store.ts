@@ -22,20 +22,19 @@
  * The file is personal data: its modes are enforced on every open and a
  * symbolic link in its place is refused (`files.ts`); opening it is in
  * `connection.ts`, the schema and its migrations in `schema.ts`, the
- * statements in `statements.ts`, the values it takes and gives in `rows.ts`.
+ * statements in `statements.ts`, the values it takes and gives in `rows.ts`,
+ * a conversation's summary in `summaries.ts`.
  */
 import type { DatabaseSync } from "node:sqlite";
-import type { ChatMessage } from "../llm/chat_types.ts";
 import { AssistantError } from "../base/errors.ts";
-import type { TurnView } from "../protocol/protocol.ts";
 import { openHistory } from "./connection.ts";
 import {
   type ConversationItem,
   type ConversationRecord,
   type OpenedConversation,
-  parseMessages,
-  parseTokens,
-  parseTools,
+  openedTurns,
+  recordedTurn,
+  type StoredSummary,
   type StoredTurn,
 } from "./rows.ts";
 import {
@@ -46,6 +45,7 @@ import {
 } from "./search.ts";
 import { integrityProblems } from "./schema.ts";
 import { prepareStatements, type Statements } from "./statements.ts";
+import { checkSummary, readSummary, writeSummary } from "./summaries.ts";
 import { titleOf } from "./title.ts";
 import { Upkeep, type UpkeepOptions } from "./upkeep.ts";
 
@@ -54,6 +54,7 @@ export type {
   ConversationRecord,
   OpenedConversation,
   RecordedTurn,
+  StoredSummary,
   StoredTurn,
 } from "./rows.ts";
 export type { SearchHit } from "./search.ts";
@@ -208,17 +209,15 @@ export class Store implements Disposable {
     if (!row) return null;
     // Turns saved before they had a time take their conversation's then `updated`.
     const legacy = Number(row.legacy ?? 0);
-    const turns = this.#sql.recordTurns.all(id).map((turn) => ({
-      user: String(turn.user ?? ""),
-      reply: String(turn.reply ?? ""),
-      tools: parseTools(turn.tools, Number(turn.id)),
-      at: turn.at === null ? legacy : Number(turn.at),
-    }));
+    const turns = this.#sql.recordTurns.all(id).map((turn) =>
+      recordedTurn(turn, legacy)
+    );
     return {
       id,
       title: String(row.title ?? ""),
       created: Number(row.created ?? 0),
       updated: Number(row.updated ?? 0),
+      summary: this.summary(id),
       turns,
     };
   }
@@ -238,20 +237,29 @@ export class Store implements Disposable {
   /** Loads every turn of a conversation, in order; null when there is no such conversation. */
   open(id: number): OpenedConversation | null {
     if (!this.exists(id)) return null;
-    const rows = this.#sql.turnsOf.all(id);
-    const turns: TurnView[] = [];
-    const messages: ChatMessage[][] = [];
-    const tokens: (number | null)[] = [];
-    for (const row of rows) {
-      const user = String(row.user ?? "");
-      const reply = String(row.reply ?? "");
-      turns.push({ user, reply, tools: parseTools(row.tools, Number(row.id)) });
-      messages.push(
-        parseMessages(row.messages, Number(row.id), user, reply),
-      );
-      tokens.push(parseTokens(row.tokens));
-    }
-    return { id, turns, messages, tokens };
+    const { turns, messages, tokens } = openedTurns(this.#sql.turnsOf.all(id));
+    return { id, turns, messages, tokens, summary: this.summary(id) };
+  }
+
+  /**
+   * Sets a conversation's summary of its first `summary.turns` turns,
+   * replacing the one it had; null removes it. Its turns, title and place
+   * in the list stay as they were, and saves, `replaceLastTurn` and
+   * `rename` leave the summary as it is; it goes with its conversation.
+   * False when there is no such conversation; TypeError or RangeError for a
+   * malformed summary or one covering more turns than are stored.
+   */
+  setSummary(conversation: number, summary: StoredSummary | null): boolean {
+    if (summary !== null) checkSummary(summary);
+    if (!this.exists(conversation)) return false;
+    writeSummary(this.#sql, conversation, summary);
+    this.#upkeep.wrote();
+    return true;
+  }
+
+  /** A conversation's summary; null when it has none or there is no such conversation. */
+  summary(conversation: number): StoredSummary | null {
+    return readSummary(this.#sql, conversation);
   }
 
   /** Whether a conversation with this id exists. */

@@ -17,9 +17,10 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
       id = store.saveTurn(null, turn("an old question", "An old reply."));
     }
     // Back to version 2: no deleted_conversations, FTS5's default automerge,
-    // no turn times, no token counts.
+    // no turn times, no token counts, no summaries.
     const raw = new DatabaseSync(path);
-    raw.exec(`DROP TABLE deleted_conversations;
+    raw.exec(`DROP TABLE summaries;
+              DROP TABLE deleted_conversations;
               INSERT INTO turns_fts(turns_fts, rank) VALUES ('automerge', 4);
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
@@ -137,10 +138,11 @@ Deno.test("store: turns keep their token counts; turns saved before the counts o
       using store = new Store(path, { now: clock() });
       id = store.saveTurn(null, turn("an old question", "An old reply."));
     }
-    // The file as the schema before the counts left it.
+    // The file as schema version 5, before the counts, left it.
     const raw = new DatabaseSync(path);
-    raw.exec(`ALTER TABLE turns DROP COLUMN tokens;
-              PRAGMA user_version = ${SCHEMA_VERSION - 1};`);
+    raw.exec(`DROP TABLE summaries;
+              ALTER TABLE turns DROP COLUMN tokens;
+              PRAGMA user_version = 5;`);
     raw.close();
 
     using store = new Store(path, { now: clock() });
@@ -199,6 +201,81 @@ Deno.test("store: a database from a newer schema is refused with a clear error",
       (e) =>
         e instanceof AssistantError && /upgrade the daemon/.test(e.message),
     );
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: a file made at schema version 6 gains summaries, and its huge default titles are cut", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    // The file as the daemon made it at version 6, with data in every table.
+    const huge = `${"w".repeat(300_000)} and more`;
+    const raw = new DatabaseSync(path);
+    raw.exec("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON");
+    migrate(raw, path, 6);
+    const conversation = raw.prepare(
+      `INSERT INTO conversations(title, created, updated, legacy_at)
+       VALUES (?, ?, ?, ?)`,
+    );
+    conversation.run("kept title", 100, 100, null);
+    conversation.run(huge.split(" ")[0]!, 200, 200, null);
+    conversation.run("being deleted", 300, 300, null);
+    conversation.run("😀".repeat(300), 150, 150, null);
+    raw.prepare(
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages, at, tokens)
+       VALUES (?, 1, ?, ?, '[]', '[]', ?, ?)`,
+    ).run(1, "apricot question", "apricot reply", 100, 30);
+    raw.prepare(
+      `INSERT INTO turns(conv, seq, user, reply, tools, messages, at, tokens)
+       VALUES (2, 1, ?, 'long', '[]', '[]', 200, NULL),
+              (3, 1, 'cherry question', 'cherry', '[]', '[]', 300, 5),
+              (4, 1, ?, 'smiles', '[]', '[]', 150, 5)`,
+    ).run(huge, "😀".repeat(300));
+    raw.exec("INSERT INTO deleted_conversations(id) VALUES (3)");
+    raw.close();
+
+    using store = new Store(path, { now: clock(1000) });
+    peek(path, (db) => {
+      assert.equal(
+        db.prepare("PRAGMA user_version").get()?.user_version,
+        SCHEMA_VERSION,
+      );
+      const keys = db.prepare("PRAGMA foreign_key_list(summaries)").all();
+      assert.deepEqual(
+        keys.map((key) => [key.table, key.on_delete]),
+        [["conversations", "CASCADE"]],
+      );
+    });
+    assert.deepEqual(store.integrityCheck(), []);
+    // Default titles as they are made now (code points, no pair split);
+    // the question itself is whole.
+    assert.deepEqual(store.list(), [
+      { id: 2, title: "w".repeat(200), updated: 200 },
+      { id: 4, title: "😀".repeat(200), updated: 150 },
+      { id: 1, title: "kept title", updated: 100 },
+    ]);
+    assert.equal(store.open(2)?.turns[0]?.user, huge);
+    assert.deepEqual(store.open(1)?.tokens, [30]);
+    assert.equal(store.open(1)?.summary, null);
+    assert.deepEqual(store.search("apricot").map((hit) => hit.id), [1]);
+
+    // A retry of that first turn still moves the title it gave.
+    assert.equal(
+      store.replaceLastTurn(2, turn(`${"v".repeat(300)} again`, "Short.")),
+      "v".repeat(200),
+    );
+    const summary = { text: "Apricots.", turns: 1, tokens: 3 };
+    assert.equal(store.setSummary(1, summary), true);
+    assert.deepEqual(store.open(1)?.summary, summary);
+    // The delete in flight at the old version finishes.
+    settle(store);
+    assert.equal(
+      peek(path, (db) => count(db, "SELECT count(*) AS n FROM conversations")),
+      3,
+    );
+    assert.deepEqual(store.integrityCheck(), []);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

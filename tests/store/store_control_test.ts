@@ -3,7 +3,6 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { Store, titleOf } from "../../src/store/store.ts";
-import { SCHEMA_VERSION } from "../../src/store/schema.ts";
 import { clock, turn } from "./fixtures.ts";
 
 Deno.test("replaceLastTurn swaps the last turn in place: open, search and the index follow", () => {
@@ -90,6 +89,7 @@ Deno.test("record holds the dates and each turn's time, the tools included", () 
     title: "q1",
     created: 1_800_000_060,
     updated: 1_800_000_180,
+    summary: null,
     turns: [
       { user: "q1", reply: "r1", tools: [], at: 1_800_000_060 },
       {
@@ -115,13 +115,14 @@ Deno.test("turns saved before turns had a time take their conversation's updated
       id = store.saveTurn(null, turn("old one", "Old."));
       store.saveTurn(id, turn("old two", "Older."));
     }
-    // Back to the version before turn times (and the token counts that
-    // came after them).
+    // Back to version 4, before turn times (and the token counts and
+    // summaries that came after them).
     const raw = new DatabaseSync(path);
-    raw.exec(`ALTER TABLE turns DROP COLUMN at;
+    raw.exec(`DROP TABLE summaries;
+              ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
-              PRAGMA user_version = ${SCHEMA_VERSION - 2};`);
+              PRAGMA user_version = 4;`);
     raw.close();
     using store = new Store(path, { now: clock(1_900_000_000) });
     store.saveTurn(id, turn("new three", "New."));
