@@ -2,8 +2,7 @@
  * A conversation's summary: checked, stored beside the conversation (one
  * row in `summaries`, gone with it) and read back.
  */
-import type { StoredSummary } from "./rows.ts";
-import { parseTokens } from "./rows.ts";
+import { parseTokens, type StoredSummary } from "./rows.ts";
 import type { Statements } from "./statements.ts";
 
 /** Throws TypeError or RangeError, naming the field, for a summary the store must not keep. */
@@ -28,8 +27,8 @@ export function checkSummary(summary: StoredSummary): void {
 
 /**
  * Stores (or with null removes) the summary, already checked, of a
- * conversation known to exist, in one statement. RangeError when it covers more turns than the
- * conversation has stored.
+ * conversation known to exist, in one statement. RangeError when it covers
+ * more turns than the conversation has stored.
  */
 export function writeSummary(
   sql: Statements,

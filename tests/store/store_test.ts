@@ -230,6 +230,7 @@ Deno.test("store: nothing of a conversation reaches the log", () => {
         null,
         turn("my secret diagnosis", "private reply"),
       );
+      store.setSummary(id, { text: "a secret summary", turns: 1, tokens: 3 });
       store.search("secret");
       store.search('secret" NEAR(');
       store.open(id);
