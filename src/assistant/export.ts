@@ -17,15 +17,18 @@ export function exportText(
   return format === "json" ? exportJson(record) : exportMarkdown(record);
 }
 
-/** `{"format": "desktop-assistant/1", id, title, created, updated, turns: [{user, reply, tools, at}]}`, times in Unix seconds. */
+/** `{"format": "desktop-assistant/1", id, title, created, updated, summary: {text, turns} | null, turns: [{user, reply, tools, at}]}`, times in Unix seconds. */
 export function exportJson(record: ConversationRecord): string {
-  const { id, title, created, updated, turns } = record;
+  const { id, title, created, updated, summary, turns } = record;
   const document = {
     format: EXPORT_FORMAT,
     id,
     title,
     created,
     updated,
+    summary: summary === null
+      ? null
+      : { text: summary.text, turns: summary.turns },
     turns: turns.map(({ user, reply, tools, at }) => ({
       user,
       reply,
@@ -36,7 +39,7 @@ export function exportJson(record: ConversationRecord): string {
   return JSON.stringify(document, null, 2) + "\n";
 }
 
-/** The title, the dates, then each turn: its time, the question quoted, the tools used and the reply. */
+/** The title, the dates, the summary before the turns it covers, then each turn: its time, the question quoted, the tools used and the reply. */
 export function exportMarkdown(record: ConversationRecord): string {
   const date = (seconds: number) => localStamp(new Date(seconds * 1000));
   const count = record.turns.length;
@@ -46,19 +49,34 @@ export function exportMarkdown(record: ConversationRecord): string {
       date(record.updated)
     } · ${count} turn${count === 1 ? "" : "s"}`,
   ];
+  const summary = record.summary;
+  if (summary !== null) {
+    // It covers the first turns, so it comes before them.
+    const covered = summary.turns === 1 ? "turn 1" : `turns 1–${summary.turns}`;
+    parts.push(`## Summary of ${covered}`);
+    parts.push(
+      summary.text.trim() === "" ? "*(empty summary)*" : summary.text.trim(),
+    );
+  }
   record.turns.forEach((turn, index) => {
     parts.push(`## ${index + 1} · ${date(turn.at)}`);
-    // Quoted line by line, so the question's own Markdown stays inside it.
-    parts.push(
-      turn.user.split(/\r?\n/).map((line) => line === "" ? ">" : `> ${line}`)
-        .join("\n"),
-    );
+    parts.push(quote(turn.user));
     if (turn.tools.length > 0) {
       parts.push(`*Tools used: ${turn.tools.join(", ")}*`);
     }
     parts.push(turn.reply.trim() === "" ? "*(no reply)*" : turn.reply.trim());
   });
   return parts.join("\n\n") + "\n";
+}
+
+/**
+ * Quoted line by line, so the question's own Markdown stays inside it. The
+ * line ends are Markdown's (CommonMark's): `\n`, `\r\n` and a lone `\r`;
+ * U+2028 and U+2029 end no Markdown line and stay inside theirs.
+ */
+function quote(text: string): string {
+  return text.split(/\r\n|\r|\n/).map((line) => line === "" ? ">" : `> ${line}`)
+    .join("\n");
 }
 
 function oneLine(text: string): string {

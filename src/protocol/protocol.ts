@@ -154,7 +154,15 @@ export type Event =
   }
   | {
     type: "results";
-    items: { id: number; title: string; snippet: string }[];
+    items: {
+      id: number;
+      title: string;
+      snippet: string;
+      /** The snippet without markers. */
+      text?: string;
+      /** The matches as `[start, end)` UTF-16 offsets into `text`. */
+      marks?: [number, number][];
+    }[];
     ref?: Ref;
   }
   | { type: "renamed"; id: number; title: string; ref?: Ref }

@@ -1,8 +1,9 @@
 /**
- * The history's SQL: the schema and its forward migrations, the statements
- * the store prepares, and the integrity checks `check` and tests run.
+ * The history's schema: its forward migrations, and the integrity checks
+ * `check` and tests run. The statements the store prepares on it are in
+ * `statements.ts`.
  */
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import { AssistantError } from "../base/errors.ts";
 import { log } from "../base/log.ts";
 
@@ -66,114 +67,20 @@ const MIGRATIONS: readonly string[] = [
   // Each turn's size in the model's tokens, measured when it was saved; NULL
   // for turns saved before, which the reply loop estimates instead.
   `ALTER TABLE turns ADD COLUMN tokens INTEGER;`,
+  // A conversation's running summary of the turns that left the history
+  // window: its text, how many first turns it covers and its size in the
+  // model's tokens (NULL when unknown); gone with its conversation. Titles
+  // made before default titles were cut (one huge first word) are cut as
+  // they are now: only a default title could be longer than 200 characters.
+  `CREATE TABLE summaries(
+     conv INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE,
+     text TEXT NOT NULL, turns INTEGER NOT NULL, tokens INTEGER);
+   UPDATE conversations SET title = rtrim(substr(title, 1, 200))
+     WHERE length(title) > 200;`,
 ];
 
 /** The schema version this code writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
-
-/** The store's prepared statements. */
-export interface Statements {
-  begin: StatementSync;
-  createConversation: StatementSync;
-  touchConversation: StatementSync;
-  nextSeq: StatementSync;
-  insertTurn: StatementSync;
-  lastTurn: StatementSync;
-  setTokens: StatementSync;
-  replaceTurn: StatementSync;
-  rename: StatementSync;
-  record: StatementSync;
-  recordTurns: StatementSync;
-  list: StatementSync;
-  turnsOf: StatementSync;
-  exists: StatementSync;
-  markDeleted: StatementSync;
-  nextDeleted: StatementSync;
-  dropLastTurns: StatementSync;
-  anyTurn: StatementSync;
-  dropConversation: StatementSync;
-  structure: StatementSync;
-  merge: StatementSync;
-  checkpoint: StatementSync;
-}
-
-/** Prepares every statement of the store on its connection. */
-export function prepareStatements(db: DatabaseSync): Statements {
-  // A conversation in deleted_conversations is gone for every read.
-  const live = "id NOT IN (SELECT id FROM deleted_conversations)";
-  return {
-    begin: db.prepare("BEGIN IMMEDIATE"),
-    createConversation: db.prepare(
-      "INSERT INTO conversations(title, created, updated) VALUES (?, ?, ?)",
-    ),
-    touchConversation: db.prepare(
-      `UPDATE conversations SET updated = ? WHERE id = ? AND ${live}`,
-    ),
-    nextSeq: db.prepare(
-      "SELECT coalesce(max(seq), 0) + 1 AS seq FROM turns WHERE conv = ?",
-    ),
-    insertTurn: db.prepare(
-      `INSERT INTO turns(conv, seq, user, reply, tools, messages, at, tokens)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    lastTurn: db.prepare(
-      `SELECT id, seq, user FROM turns WHERE conv = ?
-       ORDER BY seq DESC, id DESC LIMIT 1`,
-    ),
-    setTokens: db.prepare("UPDATE turns SET tokens = ? WHERE id = ?"),
-    // The row keeps its id and seq; the update trigger re-indexes its text.
-    replaceTurn: db.prepare(
-      `UPDATE turns SET user = ?, reply = ?, tools = ?, messages = ?, at = ?,
-                        tokens = ?
-       WHERE id = ?`,
-    ),
-    rename: db.prepare(
-      `UPDATE conversations SET title = ? WHERE id = ? AND ${live}`,
-    ),
-    record: db.prepare(
-      `SELECT title, created, updated, coalesce(legacy_at, updated) AS legacy
-       FROM conversations WHERE id = ? AND ${live}`,
-    ),
-    recordTurns: db.prepare(
-      `SELECT id, user, reply, tools, at FROM turns
-       WHERE conv = ? ORDER BY seq, id`,
-    ),
-    list: db.prepare(
-      `SELECT id, title, updated FROM conversations WHERE ${live}
-       ORDER BY updated DESC, id DESC LIMIT ?`,
-    ),
-    turnsOf: db.prepare(
-      `SELECT id, user, reply, tools, messages, tokens FROM turns
-       WHERE conv = ? ORDER BY seq, id`,
-    ),
-    exists: db.prepare(
-      `SELECT 1 FROM conversations WHERE id = ? AND ${live}`,
-    ),
-    markDeleted: db.prepare(
-      `INSERT OR IGNORE INTO deleted_conversations(id)
-       SELECT id FROM conversations WHERE id = ?`,
-    ),
-    nextDeleted: db.prepare("SELECT id FROM deleted_conversations LIMIT 1"),
-    // The ?2 newest turns, in one statement: FTS5 writes its pending
-    // entries out at every statement (savepoint), so a statement per turn
-    // would cost a segment per turn. The ids come from the (conv, seq) index
-    // and go by rowid; a turn whose seq is damaged (NULL) goes too, so the
-    // drain always ends.
-    dropLastTurns: db.prepare(
-      `DELETE FROM turns WHERE id IN (
-         SELECT id FROM turns WHERE conv = ?1
-         ORDER BY seq DESC, id DESC LIMIT ?2)`,
-    ),
-    anyTurn: db.prepare("SELECT 1 FROM turns WHERE conv = ? LIMIT 1"),
-    dropConversation: db.prepare("DELETE FROM conversations WHERE id = ?"),
-    // FTS5's structure record: the index's levels and segments.
-    structure: db.prepare("SELECT block FROM turns_fts_data WHERE id = 10"),
-    merge: db.prepare(
-      "INSERT INTO turns_fts(turns_fts, rank) VALUES ('merge', ?)",
-    ),
-    checkpoint: db.prepare("PRAGMA wal_checkpoint(PASSIVE)"),
-  };
-}
 
 /**
  * Applies the migrations the file lacks, each in its own transaction, up to

@@ -6,7 +6,13 @@
  * (`"<text>"*`, inner `"` doubled, NUL turned into a space), so FTS5 syntax
  * in it is plain text and a half-typed last word matches whole words.
  * Results are conversations, one row each, with a snippet of a matching
- * turn, matches marked `**`.
+ * turn: as `text` with the matches' offsets in `marks`, and as `snippet`
+ * with each match between `**`.
+ *
+ * FTS5's snippet() marks a match with the bytes 0xFF and 0xFE, which occur
+ * in no UTF-8 (and the history holds only UTF-8 that JavaScript strings
+ * made), and the snippet is read as bytes: a reply's own `**bold**` or any
+ * character it may hold is never taken for a mark.
  *
  * How results are chosen, so that every query answers in bounded time:
  * - A query matching at most `rankCap` turns (4000 by default) is ranked by
@@ -41,7 +47,12 @@ import type { DatabaseSync } from "node:sqlite";
 export interface SearchHit {
   id: number;
   title: string;
+  /** The snippet with each match between `**` (ambiguous when the text has its own `**`). */
   snippet: string;
+  /** The snippet as stored, without markers. */
+  text: string;
+  /** Each match as `[start, end)` UTF-16 offsets into `text`, in order. */
+  marks: [number, number][];
 }
 
 /** Tuning of the search (plain numbers: the worker receives them as data). */
@@ -78,6 +89,45 @@ export function prepareSearch(
       `Search budget ${budgetMs} ms is not a non-negative number; pass one such as 40.`,
     );
   }
+  // A match between the bytes 0xFF and 0xFE, read as bytes (see above).
+  const OPEN = 0xff;
+  const CLOSE = 0xfe;
+  const SNIPPET = `CAST(snippet(turns_fts, -1, CAST(X'FF' AS TEXT),
+    CAST(X'FE' AS TEXT), '…', 12) AS BLOB)`;
+  const decoder = new TextDecoder();
+  /** A snippet's bytes as its text, its marks, and the text with `**` around each mark. */
+  const readSnippet = (value: unknown): Snippet => {
+    const bytes = value instanceof Uint8Array ? value : new Uint8Array();
+    const marks: [number, number][] = [];
+    let text = "";
+    let snippet = "";
+    let from = 0;
+    const take = (to: number) => {
+      const piece = decoder.decode(bytes.subarray(from, to));
+      text += piece;
+      snippet += piece;
+      from = to + 1;
+    };
+    // Where the mark being read starts in `text`; -1 outside a mark.
+    let open = -1;
+    for (let at = 0; at < bytes.length; at++) {
+      if (bytes[at] === OPEN) {
+        take(at);
+        open = text.length;
+        snippet += "**";
+      } else if (bytes[at] === CLOSE && open >= 0) {
+        take(at);
+        if (text.length > open) marks.push([open, text.length]);
+        snippet += "**";
+        open = -1;
+      }
+    }
+    take(bytes.length);
+    // FTS5 closes every mark; one left open would end with the snippet.
+    if (open >= 0 && text.length > open) marks.push([open, text.length]);
+    return { text, snippet, marks };
+  };
+
   // node:sqlite binds every JS number as REAL, and FTS5 silently ignores a
   // rowid bound that is not an INTEGER: hence the CASTs.
   const newest = db.prepare("SELECT max(id) AS top FROM turns");
@@ -102,8 +152,7 @@ export function prepareSearch(
   // One pass over the range of the chosen turns: a prefix without a prefix
   // index costs a merge of doclists per statement, not per row.
   const snippetsOf = db.prepare(
-    `SELECT rowid AS turn,
-       snippet(turns_fts, -1, '**', '**', '…', 12) AS snippet
+    `SELECT rowid AS turn, ${SNIPPET} AS snippet
      FROM turns_fts WHERE turns_fts MATCH ?
        AND rowid BETWEEN CAST(? AS INTEGER) AND CAST(? AS INTEGER)
        AND +rowid IN (SELECT value FROM json_each(?))`,
@@ -120,7 +169,7 @@ export function prepareSearch(
   const newestFirst = db.prepare(
     `SELECT f.rowid AS turn, t.conv AS conv,
        CASE WHEN desktop_assistant_first_of(t.conv)
-         THEN snippet(turns_fts, -1, '**', '**', '…', 12) END AS snippet
+         THEN ${SNIPPET} END AS snippet
      FROM turns_fts f CROSS JOIN turns t ON t.id = f.rowid
      WHERE turns_fts MATCH ?
        AND t.conv NOT IN (SELECT id FROM deleted_conversations)
@@ -141,10 +190,15 @@ export function prepareSearch(
      WHERE id IN (SELECT value FROM json_each(?))`,
   );
 
-  interface Pick {
+  interface Snippet {
+    text: string;
+    snippet: string;
+    marks: [number, number][];
+  }
+
+  interface Pick extends Snippet {
     conv: number;
     turn: number;
-    snippet: string;
   }
 
   /** The best turns by bm25, one per conversation, with their snippets. */
@@ -155,7 +209,7 @@ export function prepareSearch(
     }));
     if (ranked.length === 0) return [];
     const turns = ranked.map((r) => r.turn);
-    const snippets = new Map<number, string>();
+    const snippets = new Map<number, Snippet>();
     const rows = snippetsOf.iterate(
       phrase,
       Math.min(...turns),
@@ -163,9 +217,12 @@ export function prepareSearch(
       JSON.stringify(turns),
     );
     for (const row of rows) {
-      snippets.set(Number(row.turn), String(row.snippet ?? ""));
+      snippets.set(Number(row.turn), readSnippet(row.snippet));
     }
-    return ranked.map((r) => ({ ...r, snippet: snippets.get(r.turn) ?? "" }));
+    return ranked.map((r) => ({
+      ...r,
+      ...(snippets.get(r.turn) ?? readSnippet(null)),
+    }));
   };
 
   /**
@@ -188,7 +245,7 @@ export function prepareSearch(
         picks.push({
           conv: Number(row.conv),
           turn,
-          snippet: String(row.snippet),
+          ...readSnippet(row.snippet),
         });
         if (picks.length >= limit) break;
       }
@@ -281,6 +338,8 @@ export function prepareSearch(
       id: p.conv,
       title: titles.get(p.conv) ?? "",
       snippet: p.snippet,
+      text: p.text,
+      marks: p.marks,
     }));
   };
 

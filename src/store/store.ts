@@ -20,70 +20,45 @@
  *   at any point leaves a consistent file whose next open resumes the work.
  *
  * The file is personal data: its modes are enforced on every open and a
- * symbolic link in its place is refused (`store_files.ts`); the schema, its
- * migrations and the statements are in `store_schema.ts`.
+ * symbolic link in its place is refused (`files.ts`); opening it is in
+ * `connection.ts`, the schema and its migrations in `schema.ts`, the
+ * statements in `statements.ts`, the values it takes and gives in `rows.ts`,
+ * a conversation's summary in `summaries.ts`.
  */
-import { DatabaseSync } from "node:sqlite";
-import type { ChatMessage } from "../llm/chat_types.ts";
+import type { DatabaseSync } from "node:sqlite";
 import { AssistantError } from "../base/errors.ts";
-import { log } from "../base/log.ts";
-import type { TurnView } from "../protocol/protocol.ts";
+import { openHistory } from "./connection.ts";
+import {
+  type ConversationItem,
+  type ConversationRecord,
+  type OpenedConversation,
+  openedTurns,
+  recordedTurn,
+  type StoredSummary,
+  type StoredTurn,
+} from "./rows.ts";
 import {
   prepareSearch,
   type Search,
   type SearchHit,
   type SearchOptions,
 } from "./search.ts";
-import { prepareFiles, secureSidecars } from "./files.ts";
-import {
-  integrityProblems,
-  migrate,
-  prepareStatements,
-  type Statements,
-} from "./schema.ts";
-import { BUSY_TIMEOUT_MS, Upkeep, type UpkeepOptions } from "./upkeep.ts";
+import { integrityProblems } from "./schema.ts";
+import { prepareStatements, type Statements } from "./statements.ts";
+import { checkSummary, readSummary, writeSummary } from "./summaries.ts";
+import { titleOf } from "./title.ts";
+import { Upkeep, type UpkeepOptions } from "./upkeep.ts";
 
+export type {
+  ConversationItem,
+  ConversationRecord,
+  OpenedConversation,
+  RecordedTurn,
+  StoredSummary,
+  StoredTurn,
+} from "./rows.ts";
 export type { SearchHit } from "./search.ts";
-
-/** One finished turn, as saved at its `done`. */
-export interface StoredTurn {
-  user: string;
-  reply: string;
-  tools: string[];
-  messages: ChatMessage[];
-  /** The turn's size in the model's tokens as measured from llama-server; null when unknown. */
-  tokens?: number | null;
-}
-
-/** One row of the conversation list; `updated` is in Unix seconds. */
-export interface ConversationItem {
-  id: number;
-  title: string;
-  updated: number;
-}
-
-/** One turn of a {@link ConversationRecord}: `at` is when it was saved, in Unix seconds. */
-export interface RecordedTurn extends TurnView {
-  at: number;
-}
-
-/** A whole conversation with its dates (Unix seconds), as `export` writes it. */
-export interface ConversationRecord {
-  id: number;
-  title: string;
-  created: number;
-  updated: number;
-  turns: RecordedTurn[];
-}
-
-/** A conversation loaded back: turns for clients, messages per turn for the model. */
-export interface OpenedConversation {
-  id: number;
-  turns: TurnView[];
-  messages: ChatMessage[][];
-  /** Each turn's measured size in tokens; null for turns saved before sizes were kept. */
-  tokens: (number | null)[];
-}
+export { titleOf } from "./title.ts";
 
 /** Injected dependencies and tuning of a store. */
 export interface StoreOptions {
@@ -99,16 +74,8 @@ export interface StoreOptions {
   upkeepDeferMs?: number;
 }
 
-/** Words of the first question that make a conversation's title. */
-const TITLE_WORDS = 6;
-
 /** Default number of results of `search`. */
 const DEFAULT_SEARCH_LIMIT = 50;
-
-/** A conversation's title: the first words of its first question. */
-export function titleOf(user: string): string {
-  return user.trim().split(/\s+/).slice(0, TITLE_WORDS).join(" ");
-}
 
 /** The history database. */
 export class Store implements Disposable {
@@ -124,39 +91,17 @@ export class Store implements Disposable {
   constructor(path: string, options: StoreOptions = {}) {
     this.path = path;
     this.#now = options.now ?? Date.now;
-    const onDisk = path !== ":memory:" && path !== "";
-    if (onDisk) prepareFiles(path);
-    try {
-      this.#db = new DatabaseSync(path);
-    } catch (error) {
-      throw new AssistantError(
-        `Cannot open the history database ${path}; check that it is a SQLite file the daemon may read and write.`,
-        { cause: error },
-      );
-    }
-    try {
-      this.#db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      this.#db.exec("PRAGMA journal_mode = WAL");
-      this.#db.exec("PRAGMA synchronous = FULL");
-      this.#db.exec("PRAGMA foreign_keys = ON");
-      // Checkpoints are upkeep's (see the module comment), never a commit's.
-      this.#db.exec("PRAGMA wal_autocheckpoint = 0");
-      migrate(this.#db, path);
-      if (onDisk) secureSidecars(path);
+    const tuning: SearchOptions = {};
+    if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
+    if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
+    const { db, prepared } = openHistory(path, (db) => ({
       // Prepared now, so the first save does not pay for them.
-      this.#sql = prepareStatements(this.#db);
-      const tuning: SearchOptions = {};
-      if (options.rankCap !== undefined) tuning.rankCap = options.rankCap;
-      if (options.budgetMs !== undefined) tuning.budgetMs = options.budgetMs;
-      this.#search = prepareSearch(this.#db, tuning);
-    } catch (error) {
-      this.#db.close();
-      if (error instanceof AssistantError) throw error;
-      throw new AssistantError(
-        `Cannot use the history database ${path}; if it is not a SQLite file, move it aside.`,
-        { cause: error },
-      );
-    }
+      sql: prepareStatements(db),
+      search: prepareSearch(db, tuning),
+    }));
+    this.#db = db;
+    this.#sql = prepared.sql;
+    this.#search = prepared.search;
     // Work a previous run left (a delete not yet carried out, a WAL not yet
     // checkpointed, segments not yet merged) resumes soon after opening.
     const upkeep: UpkeepOptions = {};
@@ -264,17 +209,15 @@ export class Store implements Disposable {
     if (!row) return null;
     // Turns saved before they had a time take their conversation's then `updated`.
     const legacy = Number(row.legacy ?? 0);
-    const turns = this.#sql.recordTurns.all(id).map((turn) => ({
-      user: String(turn.user ?? ""),
-      reply: String(turn.reply ?? ""),
-      tools: parseTools(turn.tools, Number(turn.id)),
-      at: turn.at === null ? legacy : Number(turn.at),
-    }));
+    const turns = this.#sql.recordTurns.all(id).map((turn) =>
+      recordedTurn(turn, legacy)
+    );
     return {
       id,
       title: String(row.title ?? ""),
       created: Number(row.created ?? 0),
       updated: Number(row.updated ?? 0),
+      summary: this.summary(id),
       turns,
     };
   }
@@ -294,22 +237,29 @@ export class Store implements Disposable {
   /** Loads every turn of a conversation, in order; null when there is no such conversation. */
   open(id: number): OpenedConversation | null {
     if (!this.exists(id)) return null;
-    const rows = this.#sql.turnsOf.all(id);
-    const turns: TurnView[] = [];
-    const messages: ChatMessage[][] = [];
-    const tokens: (number | null)[] = [];
-    for (const row of rows) {
-      const user = String(row.user ?? "");
-      const reply = String(row.reply ?? "");
-      turns.push({ user, reply, tools: parseTools(row.tools, Number(row.id)) });
-      messages.push(
-        parseMessages(row.messages, Number(row.id), user, reply),
-      );
-      tokens.push(
-        typeof row.tokens === "number" && row.tokens >= 0 ? row.tokens : null,
-      );
-    }
-    return { id, turns, messages, tokens };
+    const { turns, messages, tokens } = openedTurns(this.#sql.turnsOf.all(id));
+    return { id, turns, messages, tokens, summary: this.summary(id) };
+  }
+
+  /**
+   * Sets a conversation's summary of its first `summary.turns` turns,
+   * replacing the one it had; null removes it. Its turns, title and place
+   * in the list stay as they were, and saves, `replaceLastTurn` and
+   * `rename` leave the summary as it is; it goes with its conversation.
+   * False when there is no such conversation; TypeError or RangeError for a
+   * malformed summary or one covering more turns than are stored.
+   */
+  setSummary(conversation: number, summary: StoredSummary | null): boolean {
+    if (summary !== null) checkSummary(summary);
+    if (!this.exists(conversation)) return false;
+    writeSummary(this.#sql, conversation, summary);
+    this.#upkeep.wrote();
+    return true;
+  }
+
+  /** A conversation's summary; null when it has none or there is no such conversation. */
+  summary(conversation: number): StoredSummary | null {
+    return readSummary(this.#sql, conversation);
   }
 
   /** Whether a conversation with this id exists. */
@@ -382,38 +332,4 @@ export class Store implements Disposable {
   [Symbol.dispose](): void {
     this.close();
   }
-}
-
-function parseTools(value: unknown, turn: number): string[] {
-  try {
-    const parsed: unknown = JSON.parse(String(value));
-    if (
-      Array.isArray(parsed) && parsed.every((t) => typeof t === "string")
-    ) {
-      return parsed;
-    }
-  } catch {
-    // Reported below; a damaged list must not hide the turn.
-  }
-  log.warn("history turn has unreadable tools", { turn });
-  return [];
-}
-
-function parseMessages(
-  value: unknown,
-  turn: number,
-  user: string,
-  reply: string,
-): ChatMessage[] {
-  try {
-    const parsed: unknown = JSON.parse(String(value));
-    if (Array.isArray(parsed)) return parsed as ChatMessage[];
-  } catch {
-    // Reported below; the question and reply still make a usable history.
-  }
-  log.warn("history turn has unreadable messages", { turn });
-  return [
-    { role: "user", content: user },
-    { role: "assistant", content: reply },
-  ];
 }

@@ -5,10 +5,8 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { describeError, log } from "../base/log.ts";
-import type { Statements } from "./schema.ts";
-
-/** Milliseconds a statement waits for a lock held by another connection. */
-export const BUSY_TIMEOUT_MS = 5000;
+import { BUSY_TIMEOUT_MS } from "./connection.ts";
+import type { Statements } from "./statements.ts";
 
 /** Milliseconds from a write to the upkeep after it: the reply's last events go out first. */
 const UPKEEP_DELAY_MS = 50;

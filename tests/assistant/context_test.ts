@@ -363,8 +363,8 @@ Deno.test("a conversation stored before token counts were kept opens and answers
       });
     }
     const raw = new DatabaseSync(paths.dbPath);
-    raw.exec(`ALTER TABLE turns DROP COLUMN tokens;
-              PRAGMA user_version = ${SCHEMA_VERSION - 1};`);
+    raw.exec(`DROP TABLE summaries; ALTER TABLE turns DROP COLUMN tokens;
+              PRAGMA user_version = 5;`);
     raw.close();
 
     await using llm = await FakeLlm.start();

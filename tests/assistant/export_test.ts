@@ -1,5 +1,6 @@
 /** The export formats alone, from a record as the store gives it. */
 import assert from "node:assert/strict";
+import { marked, type Token } from "marked";
 import {
   EXPORT_FORMAT,
   exportJson,
@@ -13,6 +14,7 @@ const RECORD: ConversationRecord = {
   title: "Trip  planning",
   created: 1_800_000_000,
   updated: 1_800_000_600,
+  summary: null,
   turns: [
     {
       user: "Where to?\n\n# Not a heading",
@@ -58,8 +60,118 @@ Deno.test("JSON: the desktop-assistant/1 document, fields in order", () => {
     "title",
     "created",
     "updated",
+    "summary",
     "turns",
   ]);
   assert.equal(document.format, EXPORT_FORMAT);
+  assert.equal(document.summary, null);
   assert.deepEqual(document.turns, RECORD.turns);
+});
+
+const SUMMARIZED: ConversationRecord = {
+  ...RECORD,
+  summary: {
+    text: "  They planned a trip to **Lisbon**.\n",
+    turns: 1,
+    tokens: 9,
+  },
+};
+
+Deno.test("JSON: the summary is its text and the turns it covers", () => {
+  const document = JSON.parse(exportJson(SUMMARIZED));
+  assert.deepEqual(document.summary, {
+    text: "  They planned a trip to **Lisbon**.\n",
+    turns: 1,
+  });
+  assert.deepEqual(document.turns, RECORD.turns);
+});
+
+Deno.test("Markdown: the summary comes before the turns it covers and says which", () => {
+  const stamp = (s: number) => localStamp(new Date(s * 1000));
+  const text = exportMarkdown(SUMMARIZED);
+  assert.ok(
+    text.includes(
+      [
+        "## Summary of turn 1",
+        "They planned a trip to **Lisbon**.",
+        `## 1 · ${stamp(1_800_000_000)}`,
+      ].join("\n\n"),
+    ),
+    text,
+  );
+  // Every turn is still there in full.
+  assert.ok(text.includes("> Where to?\n>\n> # Not a heading"));
+  assert.ok(text.includes("> And then?"));
+  assert.deepEqual(
+    blocks(text).map((token) =>
+      token.type === "heading" ? `h${token.depth}` : token.type
+    ),
+    [
+      "h1",
+      "paragraph",
+      "h2", // the summary
+      "paragraph",
+      "h2", // turn 1: question, tools, reply
+      "blockquote",
+      "paragraph",
+      "paragraph",
+      "h2", // turn 2
+      "blockquote",
+      "paragraph",
+    ],
+  );
+  const two = exportMarkdown({
+    ...SUMMARIZED,
+    summary: { text: "", turns: 2, tokens: null },
+  });
+  assert.match(
+    two,
+    /\n## Summary of turns 1–2\n\n\*\(empty summary\)\*\n\n## 1 · /,
+  );
+});
+
+/** The top-level Markdown blocks of a text, as a CommonMark parser reads them. */
+function blocks(markdown: string): Token[] {
+  return marked.lexer(markdown).filter((token) => token.type !== "space");
+}
+
+Deno.test("Markdown: a question stays quoted whatever its line ends", () => {
+  const lines = ["first line", "# Not a heading", "", "- not a list", "```"];
+  for (const end of ["\n", "\r\n", "\r"]) {
+    const user = lines.join(end);
+    const text = exportMarkdown({
+      ...RECORD,
+      turns: [{ user, reply: "Reply.", tools: [], at: 1_800_000_000 }],
+    });
+    const label = JSON.stringify(end);
+    assert.ok(
+      text.includes(
+        "> first line\n> # Not a heading\n>\n> - not a list\n> ```\n",
+      ),
+      label,
+    );
+    // Read back: the header, the turn's heading, the quote, the reply.
+    const read = blocks(text);
+    assert.deepEqual(
+      read.map((token) => token.type),
+      ["heading", "paragraph", "heading", "blockquote", "paragraph"],
+      label,
+    );
+    assert.equal(read[4]?.raw.trim(), "Reply.", label);
+  }
+  // U+2028 and U+2029 end no Markdown line: they stay inside the quoted one.
+  const separated = exportMarkdown({
+    ...RECORD,
+    turns: [{
+      user: "one\u2028# two\u2029three",
+      reply: "Reply.",
+      tools: [],
+      at: 1_800_000_000,
+    }],
+  });
+  assert.ok(separated.includes("> one\u2028# two\u2029three\n"));
+  assert.deepEqual(
+    blocks(separated).map((token) => token.type),
+    ["heading", "paragraph", "heading", "blockquote", "paragraph"],
+  );
 });

@@ -59,6 +59,33 @@ Deno.test("search worker: answers like the store, reading beside the writer", as
   assert.match(all[0]?.snippet ?? "", /\*\*walrus\*\*/);
 });
 
+Deno.test("search worker: marks matches by offsets into the text, as the store does", async () => {
+  using tmp = tempHistory();
+  using store = new Store(tmp.path);
+  await using worker = new SearchWorker(tmp.path);
+  const id = store.saveTurn(
+    null,
+    turn("Ordering", "Use **`sorted()`** for a new list; 😀 sorted again."),
+  );
+  const hits = await worker.search("sorted", 5);
+  assert.deepEqual(hits, store.search("sorted", 5));
+  const [hit] = hits;
+  assert.equal(hit?.id, id);
+  assert.equal(
+    hit?.text,
+    "Use **`sorted()`** for a new list; 😀 sorted again.",
+  );
+  assert.deepEqual(
+    hit?.marks.map(([start, end]) => hit.text.slice(start, end)),
+    ["sorted", "sorted"],
+  );
+  assert.equal(hit?.marks[1]?.[0], hit?.text.lastIndexOf("sorted"));
+  assert.equal(
+    hit?.snippet,
+    "Use **`**sorted**()`** for a new list; 😀 **sorted** again.",
+  );
+});
+
 Deno.test("search worker: reads while a write transaction is open, without seeing it", async () => {
   using tmp = tempHistory();
   using store = new Store(tmp.path);

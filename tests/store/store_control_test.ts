@@ -2,26 +2,8 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
-import { Store, type StoredTurn, titleOf } from "../../src/store/store.ts";
-import { SCHEMA_VERSION } from "../../src/store/schema.ts";
-
-function turn(user: string, reply: string, tools: string[] = []): StoredTurn {
-  return {
-    user,
-    reply,
-    tools,
-    messages: [
-      { role: "user", content: `[2026-01-01 10:00] ${user}` },
-      { role: "assistant", content: reply },
-    ],
-  };
-}
-
-/** A clock in ms that moves a minute per reading, from a whole Unix second. */
-function clock(startSeconds = 1_700_000_000): () => number {
-  let t = startSeconds * 1000;
-  return () => (t += 60_000);
-}
+import { Store, titleOf } from "../../src/store/store.ts";
+import { clock, turn } from "./fixtures.ts";
 
 Deno.test("replaceLastTurn swaps the last turn in place: open, search and the index follow", () => {
   using store = new Store(":memory:", { now: clock() });
@@ -107,6 +89,7 @@ Deno.test("record holds the dates and each turn's time, the tools included", () 
     title: "q1",
     created: 1_800_000_060,
     updated: 1_800_000_180,
+    summary: null,
     turns: [
       { user: "q1", reply: "r1", tools: [], at: 1_800_000_060 },
       {
@@ -132,13 +115,14 @@ Deno.test("turns saved before turns had a time take their conversation's updated
       id = store.saveTurn(null, turn("old one", "Old."));
       store.saveTurn(id, turn("old two", "Older."));
     }
-    // Back to the version before turn times (and the token counts that
-    // came after them).
+    // Back to version 4, before turn times (and the token counts and
+    // summaries that came after them).
     const raw = new DatabaseSync(path);
-    raw.exec(`ALTER TABLE turns DROP COLUMN at;
+    raw.exec(`DROP TABLE summaries;
+              ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
-              PRAGMA user_version = ${SCHEMA_VERSION - 2};`);
+              PRAGMA user_version = 4;`);
     raw.close();
     using store = new Store(path, { now: clock(1_900_000_000) });
     store.saveTurn(id, turn("new three", "New."));

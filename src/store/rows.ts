@@ -1,0 +1,132 @@
+/**
+ * What the history holds, as the store takes and gives it, and how a stored
+ * row becomes one. A damaged column is logged (its turn's id, never its
+ * text) and read as the least it can be, so it never hides its turn.
+ */
+import type { ChatMessage } from "../llm/chat_types.ts";
+import { log } from "../base/log.ts";
+import type { TurnView } from "../protocol/protocol.ts";
+
+/** One finished turn, as saved at its `done`. */
+export interface StoredTurn {
+  user: string;
+  reply: string;
+  tools: string[];
+  messages: ChatMessage[];
+  /** The turn's size in the model's tokens as measured from llama-server; null when unknown. */
+  tokens?: number | null;
+}
+
+/** A conversation's running summary: what its first `turns` turns said, for the model in their place. */
+export interface StoredSummary {
+  /** The summary as the model wrote it. */
+  text: string;
+  /** How many of the conversation's first turns it covers (at least 1). */
+  turns: number;
+  /** Its size in the model's tokens; null when unknown. */
+  tokens: number | null;
+}
+
+/** One row of the conversation list; `updated` is in Unix seconds. */
+export interface ConversationItem {
+  id: number;
+  title: string;
+  updated: number;
+}
+
+/** One turn of a {@link ConversationRecord}: `at` is when it was saved, in Unix seconds. */
+export interface RecordedTurn extends TurnView {
+  at: number;
+}
+
+/** A whole conversation with its dates (Unix seconds), as `export` writes it. */
+export interface ConversationRecord {
+  id: number;
+  title: string;
+  created: number;
+  updated: number;
+  /** The summary of its first turns; null when it has none. */
+  summary: StoredSummary | null;
+  turns: RecordedTurn[];
+}
+
+/** A conversation loaded back: turns for clients, messages per turn for the model. */
+export interface OpenedConversation {
+  id: number;
+  turns: TurnView[];
+  messages: ChatMessage[][];
+  /** Each turn's measured size in tokens; null for turns saved before sizes were kept. */
+  tokens: (number | null)[];
+  /** The summary of its first turns; null when it has none. */
+  summary: StoredSummary | null;
+}
+
+type Row = Record<string, unknown>;
+
+/** A turn row of `record`; `legacy` is the time of a turn saved before turns had one. */
+export function recordedTurn(row: Row, legacy: number): RecordedTurn {
+  return {
+    user: String(row.user ?? ""),
+    reply: String(row.reply ?? ""),
+    tools: parseTools(row.tools, Number(row.id)),
+    at: row.at === null ? legacy : Number(row.at),
+  };
+}
+
+/** The turn rows of `open`, in order: what clients see, what the model is sent, each one's size. */
+export function openedTurns(
+  rows: Row[],
+): Pick<OpenedConversation, "turns" | "messages" | "tokens"> {
+  const turns: TurnView[] = [];
+  const messages: ChatMessage[][] = [];
+  const tokens: (number | null)[] = [];
+  for (const row of rows) {
+    const user = String(row.user ?? "");
+    const reply = String(row.reply ?? "");
+    turns.push({ user, reply, tools: parseTools(row.tools, Number(row.id)) });
+    messages.push(parseMessages(row.messages, Number(row.id), user, reply));
+    tokens.push(parseTokens(row.tokens));
+  }
+  return { turns, messages, tokens };
+}
+
+/** A stored turn's `tools` column: its list of names, empty when unreadable. */
+function parseTools(value: unknown, turn: number): string[] {
+  try {
+    const parsed: unknown = JSON.parse(String(value));
+    if (
+      Array.isArray(parsed) && parsed.every((t) => typeof t === "string")
+    ) {
+      return parsed;
+    }
+  } catch {
+    // Reported below; a damaged list must not hide the turn.
+  }
+  log.warn("history turn has unreadable tools", { turn });
+  return [];
+}
+
+/** A stored turn's `messages` column; when unreadable, its question and reply as the two messages they were. */
+function parseMessages(
+  value: unknown,
+  turn: number,
+  user: string,
+  reply: string,
+): ChatMessage[] {
+  try {
+    const parsed: unknown = JSON.parse(String(value));
+    if (Array.isArray(parsed)) return parsed as ChatMessage[];
+  } catch {
+    // Reported below; the question and reply still make a usable history.
+  }
+  log.warn("history turn has unreadable messages", { turn });
+  return [
+    { role: "user", content: user },
+    { role: "assistant", content: reply },
+  ];
+}
+
+/** A stored size in tokens; null when none was kept (or it is not a count). */
+export function parseTokens(value: unknown): number | null {
+  return typeof value === "number" && value >= 0 ? value : null;
+}
