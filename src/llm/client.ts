@@ -48,19 +48,27 @@ export interface ChatBodyInput {
   extra: Record<string, unknown>;
   /** The last round after max_tool_rounds. */
   toolChoiceNone?: boolean;
+  /**
+   * `n_cache_reuse` to send: the smallest chunk of a cached prompt the server
+   * may shift into place after a removed span. A default, not a field of the
+   * daemon's own: a `[request]` value wins; 0 or absent sends none.
+   */
+  cacheReuse?: number;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Builds the request body: extra first, the daemon's own fields win; chat_template_kwargs merged key by key with enable_thinking. */
+/** Builds the request body: `n_cache_reuse` (a default), then extra, then the daemon's own fields, which win; chat_template_kwargs merged key by key with enable_thinking. */
 export function chatBody(input: ChatBodyInput): Record<string, unknown> {
   const { tools: _tools, ...extra } = input.extra;
   const kwargs = isRecord(extra.chat_template_kwargs)
     ? extra.chat_template_kwargs
     : {};
+  const reuse = input.cacheReuse ?? 0;
   const body: Record<string, unknown> = {
+    ...(reuse > 0 ? { n_cache_reuse: reuse } : {}),
     ...extra,
     model: input.model,
     messages: input.messages,

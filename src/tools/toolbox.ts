@@ -6,25 +6,31 @@
 import { log } from "../base/log.ts";
 import { checkArguments } from "./args.ts";
 import { type ToolDef, toolSchemas } from "./load.ts";
-import type { McpHub } from "./mcp.ts";
+import type { McpTools } from "./mcp.ts";
 import { type RunOptions, runTool, type ToolOutcome } from "./runner.ts";
 
 /** What a toolbox holds. */
 export interface ToolboxOptions {
   tools: readonly ToolDef[];
-  /** The MCP servers' tools; none when absent. */
-  mcp?: McpHub | null;
+  /** The MCP servers' tools (an `McpHub`); none when absent. */
+  mcp?: McpTools | null;
   /** Names whose calls wait for approval, besides tool files that say so. */
   confirmTools?: readonly string[];
   /** Runs a tool file's call; `runTool` by default. */
   runTool?: typeof runTool;
 }
 
+/** A tool's schema with the name it is sorted by. */
+interface Named {
+  name: string;
+  schema: unknown;
+}
+
 /** The tools of tool files and MCP servers behind one name space. */
 export class Toolbox {
   readonly #files: ReadonlyMap<string, ToolDef>;
-  readonly #fileSchemas: unknown[];
-  readonly #mcp: McpHub | null;
+  readonly #fileSchemas: Named[];
+  readonly #mcp: McpTools | null;
   readonly #confirm: ReadonlySet<string>;
   readonly #runTool: typeof runTool;
   readonly #shadowed = new Set<string>();
@@ -32,7 +38,11 @@ export class Toolbox {
   /** Indexes the tool files; MCP tools are read at each use, as servers come and go. */
   constructor(options: ToolboxOptions) {
     this.#files = new Map(options.tools.map((tool) => [tool.name, tool]));
-    this.#fileSchemas = toolSchemas([...options.tools]);
+    const schemas = toolSchemas([...options.tools]);
+    this.#fileSchemas = options.tools.map((tool, i) => ({
+      name: tool.name,
+      schema: schemas[i],
+    }));
     this.#mcp = options.mcp ?? null;
     this.#confirm = new Set(options.confirmTools ?? []);
     this.#runTool = options.runTool ?? runTool;
@@ -59,19 +69,27 @@ export class Toolbox {
       .sort();
   }
 
-  /** The function schemas for a chat request: tool files, then MCP tools with their servers' schemas. */
+  /**
+   * The function schemas for a chat request, tool files' and MCP tools' (with
+   * their servers' schemas) together, sorted by name: the tools sit at the
+   * start of every prompt, so their order must not follow the order files
+   * were read or servers came up, or the server's prompt cache is lost.
+   */
   schemas(): unknown[] {
-    return [
-      ...this.#fileSchemas,
-      ...this.#mcpTools().map((tool) => ({
+    const mcp = this.#mcpTools().map((tool) => ({
+      name: tool.name,
+      schema: {
         type: "function",
         function: {
           name: tool.name,
           description: tool.description,
           parameters: tool.inputSchema,
         },
-      })),
-    ];
+      },
+    }));
+    return [...this.#fileSchemas, ...mcp]
+      .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+      .map((named) => named.schema);
   }
 
   #isMcp(name: string): boolean {

@@ -117,7 +117,7 @@ capture(
     assert.equal(error, null);
     const kinds = deltas.map((d) => d.kind);
     assert.deepEqual(kinds.slice(0, 4), ["think", "think", "think", "content"]);
-    assert.deepEqual(kinds.slice(-2), ["finish", "usage"]);
+    assert.deepEqual(kinds.slice(-3), ["finish", "usage", "timings"]);
     assert.deepEqual(summary(deltas), {
       think: "Olympics Pearl660",
       content:
@@ -127,6 +127,13 @@ capture(
         kind: "usage",
         used: 27,
         prompt: 13,
+      }, {
+        kind: "timings",
+        prompt_n: 1,
+        cache_n: 12,
+        predicted_n: 14,
+        prompt_ms: 1.408,
+        predicted_ms: 13.037,
       }],
     });
   },
@@ -170,6 +177,13 @@ capture(
         kind: "usage",
         used: 393,
         prompt: 321,
+      }, {
+        kind: "timings",
+        prompt_n: 321,
+        cache_n: 0,
+        predicted_n: 72,
+        prompt_ms: 8.312,
+        predicted_ms: 769.399,
       }],
     });
   },
@@ -195,6 +209,14 @@ capture("captured parallel tool calls keep their indexes", async () => {
   assert.deepEqual(summary(deltas).rest, [
     { kind: "finish", reason: "length" },
     { kind: "usage", used: 431, prompt: 321 },
+    {
+      kind: "timings",
+      prompt_n: 1,
+      cache_n: 320,
+      predicted_n: 110,
+      prompt_ms: 2.76,
+      predicted_ms: 1062.112,
+    },
   ]);
 });
 
@@ -222,7 +244,17 @@ capture("captured usage without include_usage comes from timings", async () => {
   );
   assert.equal(error, null);
   assert.equal(summary(deltas).content, "ick scoredzsche Polo");
-  assert.deepEqual(deltas.at(-1), { kind: "usage", used: 19, prompt: 15 });
+  assert.deepEqual(deltas.slice(-2), [
+    { kind: "usage", used: 19, prompt: 15 },
+    {
+      kind: "timings",
+      prompt_n: 1,
+      cache_n: 14,
+      predicted_n: 4,
+      prompt_ms: 14.711,
+      predicted_ms: 3.461,
+    },
+  ]);
 });
 
 capture("captured prompt progress chunks add nothing", async () => {
@@ -238,6 +270,13 @@ capture("captured prompt progress chunks add nothing", async () => {
       kind: "usage",
       used: 415,
       prompt: 413,
+    }, {
+      kind: "timings",
+      prompt_n: 413,
+      cache_n: 0,
+      predicted_n: 2,
+      prompt_ms: 10.667,
+      predicted_ms: 1.864,
     }],
   });
 });
@@ -322,16 +361,24 @@ Deno.test("a scripted reply is read with usage from the final chunk", async () =
   const stream = await client(llm).chat(SINGLE, body(), signal);
   const { deltas, error } = await readAll(stream);
   assert.equal(error, null);
-  assert.deepEqual(summary(deltas), {
-    think: "Hmm.",
-    content: "It is noon.",
-    calls: [],
-    rest: [{ kind: "finish", reason: "stop" }, {
-      kind: "usage",
-      used: 105,
-      prompt: 100,
-    }],
+  const { rest, ...text } = summary(deltas);
+  assert.deepEqual(text, { think: "Hmm.", content: "It is noon.", calls: [] });
+  const [finish, usage, timings, ...more] = rest;
+  assert.deepEqual([finish, usage, more], [
+    { kind: "finish", reason: "stop" },
+    { kind: "usage", used: 105, prompt: 100 },
+    [],
+  ]);
+  // The cost as the server reported it: 60 prompt tokens read, 40 reused.
+  assert.ok(timings?.kind === "timings");
+  const { prompt_ms, predicted_ms, ...counts } = timings;
+  assert.deepEqual(counts, {
+    kind: "timings",
+    prompt_n: 60,
+    cache_n: 40,
+    predicted_n: 5,
   });
+  assert.ok(prompt_ms > 0 && predicted_ms > 0);
   const request = await llm.nextChat();
   assert.equal(request.path, "/v1/chat/completions");
   assert.deepEqual(request.body, body());
@@ -789,4 +836,22 @@ Deno.test("chatBody: the last round forbids tools; no tools means no tools field
   });
   assert.equal("tools" in bare, false);
   assert.equal("tool_choice" in bare, false);
+});
+
+Deno.test("chatBody: n_cache_reuse is sent when set, left out at 0, and a [request] value wins", () => {
+  const input = {
+    model: "m",
+    messages: [],
+    tools: [],
+    thinking: true,
+    extra: {},
+  };
+  assert.equal(chatBody({ ...input, cacheReuse: 256 }).n_cache_reuse, 256);
+  assert.equal("n_cache_reuse" in chatBody({ ...input, cacheReuse: 0 }), false);
+  assert.equal("n_cache_reuse" in chatBody(input), false);
+  const asked = { ...input, extra: { n_cache_reuse: 64 } };
+  assert.equal(chatBody({ ...asked, cacheReuse: 256 }).n_cache_reuse, 64);
+  // An explicit 0 in [request] turns the daemon's default off.
+  const off = { ...input, extra: { n_cache_reuse: 0 } };
+  assert.equal(chatBody({ ...off, cacheReuse: 256 }).n_cache_reuse, 0);
 });

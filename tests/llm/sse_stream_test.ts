@@ -1,12 +1,9 @@
 import assert from "node:assert/strict";
-import type { EventSourceMessage } from "eventsource-parser/stream";
 import { AssistantError } from "../../src/base/errors.ts";
 import {
-  ChatDeltaStream,
   type Delta,
   deltaStream,
   MAX_PENDING_CHARS,
-  ThinkTagStream,
 } from "../../src/llm/sse_stream.ts";
 import { log } from "../../src/base/log.ts";
 import { fixturesDir } from "../support/fake_llm.ts";
@@ -38,25 +35,6 @@ function merged(deltas: Delta[]): Delta[] {
   return out;
 }
 
-function throughThink(pieces: Delta[]): Promise<Delta[]> {
-  return Array.fromAsync(
-    ReadableStream.from(pieces).pipeThrough(new ThinkTagStream()),
-  );
-}
-
-function messages(...data: string[]): ReadableStream<EventSourceMessage> {
-  return ReadableStream.from(
-    data.map((d) => ({ data: d, event: undefined, id: undefined })),
-  );
-}
-
-function chunk(delta: Record<string, unknown>, finish: string | null = null) {
-  return JSON.stringify({
-    choices: [{ finish_reason: finish, index: 0, delta }],
-    object: "chat.completion.chunk",
-  });
-}
-
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise;
@@ -65,231 +43,6 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   }
   throw new Error("Expected a rejection");
 }
-
-Deno.test("a leading think block split at every position routes to think deltas", async () => {
-  const text = "<think>\nweighing é options</think>\n\nThe answer.";
-  const expected = [
-    { kind: "think", text: "weighing é options" },
-    content("The answer."),
-  ];
-  for (let i = 0; i <= text.length; i++) {
-    for (let j = i; j <= text.length; j++) {
-      const pieces = [text.slice(0, i), text.slice(i, j), text.slice(j)]
-        .map(content);
-      const out = await throughThink(pieces);
-      assert.ok(out.every((d) => d.kind !== "content" || d.text !== ""));
-      assert.deepEqual(merged(out), expected, `split at ${i},${j}`);
-    }
-  }
-});
-
-Deno.test("think tags: a literal tag inside an answer is the answer's text", async () => {
-  // Asked about think tags, a model writes them; only a reply that opens
-  // with the tag is reasoning.
-  const text = "The <think> tag marks reasoning; </think> closes it.";
-  for (let i = 0; i <= text.length; i++) {
-    const out = await throughThink(
-      [text.slice(0, i), text.slice(i)].map(content),
-    );
-    assert.deepEqual(merged(out), [content(text)], `split at ${i}`);
-  }
-  // After the leading block, a second one is text too.
-  assert.deepEqual(
-    merged(
-      await throughThink([content("<think>hm</think>Use <think>x</think>.")]),
-    ),
-    [{ kind: "think", text: "hm" }, content("Use <think>x</think>.")],
-  );
-});
-
-Deno.test("think tags: a server that splits reasoning never has its content routed", async () => {
-  const out = await throughThink([
-    { kind: "think", text: "hm" },
-    content("<think>also"),
-    content("</think>done"),
-  ]);
-  assert.deepEqual(merged(out), [
-    { kind: "think", text: "hm" },
-    content("<think>also</think>done"),
-  ]);
-});
-
-Deno.test("think tags: a tag prefix is held only until it cannot be a tag", async () => {
-  assert.deepEqual(
-    merged(
-      await throughThink([
-        content("  <thi"),
-        { kind: "finish", reason: "stop" },
-        content("x </think"),
-      ]),
-    ),
-    [
-      content("  <thi"),
-      { kind: "finish", reason: "stop" },
-      content("x </think"),
-    ],
-  );
-  assert.deepEqual(
-    merged(await throughThink([content("<thin"), content("g")])),
-    [
-      content("<thing"),
-    ],
-  );
-});
-
-Deno.test("think tags: tool calls inside an open block pass through in order", async () => {
-  const call: Delta = { kind: "tool_call", index: 0, arguments: "{}" };
-  const out = await throughThink([
-    content("<think>also"),
-    call,
-    content("</think>done"),
-  ]);
-  assert.deepEqual(out, [
-    { kind: "think", text: "also" },
-    call,
-    content("done"),
-  ]);
-});
-
-Deno.test("chat deltas: each kind from chunks, stopping at [DONE]", async () => {
-  const out = await Array.fromAsync(
-    messages(
-      chunk({ role: "assistant", content: null }),
-      chunk({ reasoning_content: "Let me see" }),
-      chunk({ content: "Hi" }),
-      chunk({
-        tool_calls: [{
-          index: 0,
-          id: "abc",
-          type: "function",
-          function: { name: "date", arguments: "{" },
-        }],
-      }),
-      chunk({ tool_calls: [{ index: 0, function: { arguments: "}" } }] }),
-      chunk({}, "tool_calls"),
-      JSON.stringify({ choices: [], usage: { total_tokens: 42 } }),
-      "[DONE]",
-      chunk({ content: "after the end" }),
-    ).pipeThrough(new ChatDeltaStream()),
-  );
-  assert.deepEqual(out, [
-    { kind: "think", text: "Let me see" },
-    content("Hi"),
-    { kind: "tool_call", index: 0, id: "abc", name: "date", arguments: "{" },
-    { kind: "tool_call", index: 0, arguments: "}" },
-    { kind: "finish", reason: "tool_calls" },
-    { kind: "usage", used: 42 },
-  ]);
-});
-
-Deno.test("chat deltas: timings give usage on the finish chunk only", async () => {
-  const timings = { cache_n: 10, prompt_n: 5, predicted_n: 2 };
-  const out = await Array.fromAsync(
-    messages(
-      JSON.stringify({
-        choices: [{ index: 0, delta: { content: "a" } }],
-        timings: { ...timings, predicted_n: 1 },
-      }),
-      JSON.stringify({
-        choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
-        timings,
-      }),
-      "[DONE]",
-    ).pipeThrough(new ChatDeltaStream()),
-  );
-  assert.deepEqual(out, [
-    content("a"),
-    { kind: "finish", reason: "stop" },
-    { kind: "usage", used: 17, prompt: 15 },
-  ]);
-});
-
-async function streamFailure(...data: string[]): Promise<unknown> {
-  const stream = messages(...data).pipeThrough(new ChatDeltaStream());
-  return await rejection(Array.fromAsync(stream));
-}
-
-Deno.test("chat deltas: an error chunk fails with its message", async () => {
-  const error = await streamFailure(
-    chunk({ content: "x" }),
-    JSON.stringify({
-      error: { code: 500, message: "Context size has been exceeded." },
-    }),
-  );
-  assert.ok(error instanceof AssistantError);
-  assert.equal(
-    error.message,
-    "llama-server error: Context size has been exceeded.",
-  );
-  assert.ok(error.cause instanceof Error);
-});
-
-Deno.test("chat deltas: unparsable or shapeless chunks are a malformed stream", async () => {
-  const cases = [
-    '{"choices":[{"delta":',
-    "[1,2]",
-    '{"object":"chat.completion.chunk"}',
-    '{"choices":[{"index":0,"delta":"text"}]}',
-    '{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{}}]}}]}',
-  ];
-  for (const data of cases) {
-    const error = await streamFailure(data, "[DONE]");
-    assert.ok(error instanceof AssistantError, data);
-    assert.equal(error.message, "malformed stream", data);
-  }
-  const error = await streamFailure("not json");
-  assert.ok(error instanceof AssistantError);
-  assert.ok(error.cause instanceof SyntaxError);
-});
-
-Deno.test("chat deltas: an end without [DONE] is an early close", async () => {
-  const error = await streamFailure(chunk({ content: "x" }));
-  assert.ok(error instanceof AssistantError);
-  assert.equal(error.message, "llama-server closed the stream early");
-});
-
-Deno.test("chat deltas: a broken body is an early close, an abort stays an abort", async () => {
-  const broken = new TypeError("error reading a body from connection");
-  const failing = (reason: unknown) =>
-    new ReadableStream<EventSourceMessage>({
-      start(controller) {
-        controller.enqueue({
-          data: chunk({ content: "x" }),
-          event: undefined,
-          id: undefined,
-        });
-        controller.error(reason);
-      },
-    });
-  const error = await rejection(
-    Array.fromAsync(failing(broken).pipeThrough(new ChatDeltaStream())),
-  );
-  assert.ok(error instanceof AssistantError);
-  assert.equal(error.message, "llama-server closed the stream early");
-  assert.equal(error.cause, broken);
-
-  const abort = new DOMException("The signal has been aborted", "AbortError");
-  assert.equal(
-    await rejection(
-      Array.fromAsync(failing(abort).pipeThrough(new ChatDeltaStream())),
-    ),
-    abort,
-  );
-
-  const controller = new AbortController();
-  const reason = new Error("stopped by the caller");
-  controller.abort(reason);
-  assert.equal(
-    await rejection(
-      Array.fromAsync(
-        failing(reason).pipeThrough(
-          new ChatDeltaStream({ signal: controller.signal }),
-        ),
-      ),
-    ),
-    reason,
-  );
-});
 
 Deno.test("an endless line without a break is a malformed stream, not unbounded memory", async () => {
   const piece = new TextEncoder().encode("a".repeat(1024 * 1024));
@@ -338,6 +91,14 @@ Deno.test({
       ),
       { kind: "finish", reason: "length" },
       { kind: "usage", used: 27, prompt: 13 },
+      {
+        kind: "timings",
+        prompt_n: 1,
+        cache_n: 12,
+        predicted_n: 14,
+        prompt_ms: 1.408,
+        predicted_ms: 13.037,
+      },
     ]);
   },
 });
@@ -375,5 +136,59 @@ Deno.test({
     assert.ok(whole[0]?.kind === "content");
     assert.ok(whole[0].text.includes("018ル wins"));
     assert.deepEqual(await read(5), whole);
+  },
+});
+
+/** The cost a captured stream reports, as the reply loop receives it. */
+async function capturedCost(name: string): Promise<Delta[]> {
+  const bytes = await Deno.readFile(`${FIXTURES}/${name}`);
+  const deltas = await Array.fromAsync(
+    deltaStream(ReadableStream.from([bytes])),
+  );
+  assert.equal(deltas.at(-1)?.kind, "timings", name);
+  return deltas.filter((d) => d.kind === "timings" || d.kind === "usage");
+}
+
+Deno.test({
+  name:
+    "captured timings reach the reply loop, from the usage chunk or from the finish chunk",
+  ignore: noFixtures,
+  async fn() {
+    // include_usage: the `choices: []` chunk carries usage and timings.
+    assert.deepEqual(
+      await capturedCost("prompt_cache/turn5_window_slid_n_cache_reuse_64.sse"),
+      [{ kind: "usage", used: 461, prompt: 437 }, {
+        kind: "timings",
+        prompt_n: 53,
+        cache_n: 384,
+        predicted_n: 24,
+        prompt_ms: 5.086,
+        predicted_ms: 17.14,
+      }],
+    );
+    // No include_usage: the finish chunk carries the timings.
+    assert.deepEqual(
+      await capturedCost("single/stream_content_no_include_usage.sse"),
+      [{ kind: "usage", used: 19, prompt: 15 }, {
+        kind: "timings",
+        prompt_n: 1,
+        cache_n: 14,
+        predicted_n: 4,
+        prompt_ms: 14.711,
+        predicted_ms: 3.461,
+      }],
+    );
+    // Timings on every chunk: the final ones only, once.
+    assert.deepEqual(
+      await capturedCost("single/stream_content_timings_per_token.sse"),
+      [{ kind: "usage", used: 18, prompt: 15 }, {
+        kind: "timings",
+        prompt_n: 1,
+        cache_n: 14,
+        predicted_n: 3,
+        prompt_ms: 1.574,
+        predicted_ms: 2.587,
+      }],
+    );
   },
 });

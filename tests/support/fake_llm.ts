@@ -9,29 +9,25 @@
  * after the finish chunk, `[DONE]`. Like llama-server it holds a context:
  * a prompt longer than the model's `nCtx` gets the 400
  * `exceed_context_size_error`, and a reply that reaches the context end (or
- * `max_tokens`) finishes with `"length"`. Each request is recorded with its
- * body, its prompt size and whether (and when) the client went away.
+ * `max_tokens`) finishes with `"length"`. It keeps a prompt cache per slot
+ * as llama-server does (`fake_llm_cache.ts`): `timings.cache_n` and
+ * `prompt_n` say what each request reused and evaluated, `cacheLog` lists
+ * them. Each request is recorded with its body, its prompt size, what the
+ * cache gave it and whether (and when) the client went away.
  */
 
+import { errorBody, randomId, reply, type Script } from "./fake_llm_scripts.ts";
+import { contextErrorBody, promptTokenList } from "./fake_llm_context.ts";
+import { type CacheUse, ModelCaches } from "./fake_llm_cache.ts";
+import { Feed, play, Transcript } from "./fake_llm_play.ts";
 import {
-  type ChatContext,
-  errorBody,
-  randomId,
-  reply,
-  type Script,
-  type Step,
-} from "./fake_llm_scripts.ts";
-
-import {
-  applyTemplateAnswer,
-  contextErrorBody,
-  promptTokens as countPrompt,
-  tokenizeAnswer,
-} from "./fake_llm_context.ts";
+  namedModels,
+  type RecordedRequest,
+  recordRequest,
+} from "./fake_llm_record.ts";
 import {
   type FakeModel,
-  modelList,
-  propsAnswer,
+  plainAnswer,
   resolveModel,
   SINGLE_ID,
 } from "./fake_llm_models.ts";
@@ -39,27 +35,8 @@ import {
 export * from "./fake_llm_scripts.ts";
 export type { FakeModel, ModelStatus } from "./fake_llm_models.ts";
 export { countTokens, renderPrompt } from "./fake_llm_context.ts";
-
-/** One request as the fake saw it. */
-export interface RecordedRequest {
-  method: string;
-  /** Path and query, e.g. `/props?model=tiny-a&autoload=false`. */
-  path: string;
-  url: URL;
-  text: string;
-  /** The body parsed as JSON, or undefined. */
-  body: unknown;
-  /** A chat request's prompt size in the fake's tokens; null for other requests. */
-  promptTokens: number | null;
-  /** performance.now() on arrival. */
-  at: number;
-  /** performance.now() when the client went away before the answer ended. */
-  abortedAt: number | null;
-  /** Resolves with `abortedAt` once the client goes away early. */
-  aborted: Promise<number>;
-  /** Resolves when the answer is over, either way. */
-  done: Promise<"completed" | "aborted">;
-}
+export type { CacheUse } from "./fake_llm_cache.ts";
+export type { RecordedRequest } from "./fake_llm_record.ts";
 
 /** Options of `FakeLlm.start`. */
 export interface FakeLlmOptions {
@@ -70,6 +47,12 @@ export interface FakeLlmOptions {
   defaultScript?: Script;
   /** Port to listen on (a server that "comes back" on a known port); default any free one. */
   port?: number;
+  /** Slots per model (`--parallel`); default 1. A model's own `slots` wins. */
+  slots?: number;
+  /** False: models whose cache cannot shift (SWA, recurrent, hybrid) ignore `n_cache_reuse`; default true. A model's own `shift` wins. */
+  shift?: boolean;
+  /** The host-memory prompt cache (`--cache-ram`); default true, as in llama-server. */
+  cacheRam?: boolean;
 }
 
 type Handler = (
@@ -77,12 +60,6 @@ type Handler = (
   record: RecordedRequest,
 ) => Response | Promise<Response>;
 
-const SSE_HEADERS = {
-  "Server": "llama.cpp",
-  "Access-Control-Allow-Origin": "",
-  "X-Accel-Buffering": "no",
-  "Content-Type": "text/event-stream",
-};
 const JSON_HEADERS = {
   "Server": "llama.cpp",
   "Access-Control-Allow-Origin": "",
@@ -91,82 +68,6 @@ const JSON_HEADERS = {
 /** What every endpoint answers while the model loads (`single/health_loading_503.json`). */
 export const LOADING_BODY =
   '{"error":{"message":"Loading model","type":"unavailable_error","code":503}}';
-const CUT = Symbol("cut");
-const encoder = new TextEncoder();
-/** Cursor-style queue: each `next()` gets the next item, waiting if needed. */
-class Feed<T> {
-  readonly items: T[] = [];
-  #read = 0;
-  #waiters: ((item: T) => void)[] = [];
-
-  push(item: T): void {
-    this.items.push(item);
-    while (this.#waiters.length > 0 && this.#read < this.items.length) {
-      this.#waiters.shift()!(this.items[this.#read++]!);
-    }
-  }
-
-  /** The next item; an abort rejects and gives up the place in line, so no item is lost. */
-  next(signal?: AbortSignal): Promise<T> {
-    if (this.#read < this.items.length) {
-      return Promise.resolve(this.items[this.#read++]!);
-    }
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise((resolve, reject) => {
-      const waiter = (item: T) => {
-        signal?.removeEventListener("abort", quit);
-        resolve(item);
-      };
-      const quit = () => {
-        this.#waiters = this.#waiters.filter((w) => w !== waiter);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", quit, { once: true });
-      this.#waiters.push(waiter);
-    });
-  }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
-/** Runs steps into text chunks; pacing is measured from the start so late timers catch up. */
-async function* run(
-  steps: Iterable<Step> | AsyncIterable<Step>,
-  signal: AbortSignal,
-  beforeWait: () => void,
-): AsyncGenerator<string> {
-  let deadline = performance.now();
-  for await (const step of steps) {
-    if (signal.aborted) return;
-    if ("send" in step) {
-      yield step.send;
-      continue;
-    }
-    beforeWait();
-    if ("delayMs" in step) {
-      // After a long hiccup, start pacing afresh rather than bursting.
-      deadline = Math.max(deadline, performance.now() - 100) + step.delayMs;
-      const wait = deadline - performance.now();
-      if (wait >= 1) await sleep(wait, signal);
-    } else if ("hold" in step) {
-      await sleep(2 ** 31 - 1, signal);
-      return;
-    } else {
-      throw CUT;
-    }
-  }
-}
 
 /** The fake llama-server; `await using llm = await FakeLlm.start()`. */
 export class FakeLlm implements AsyncDisposable {
@@ -190,6 +91,7 @@ export class FakeLlm implements AsyncDisposable {
   #stopped: Promise<void> | null = null;
   #loading = false;
   #promptScale = 1;
+  readonly #caches: ModelCaches;
 
   private constructor(options: FakeLlmOptions) {
     this.mode = options.mode ?? "single";
@@ -202,6 +104,11 @@ export class FakeLlm implements AsyncDisposable {
         }]);
     this.#defaultScript = options.defaultScript ??
       reply({ content: ["Hello", " there", "."] });
+    this.#caches = new ModelCaches({
+      slots: options.slots ?? 1,
+      shift: options.shift ?? true,
+      cacheRam: options.cacheRam ?? true,
+    });
     this.#server = this.#listen(options.port ?? 0);
     this.#port = this.#server.addr.port;
     this.url = `http://127.0.0.1:${this.#port}`;
@@ -228,26 +135,6 @@ export class FakeLlm implements AsyncDisposable {
     return this.#models.map((model) => ({ ...model }));
   }
 
-  /** Model names the requests so far named: `/props?model=` and chat bodies. Naming an unloaded one is what makes a router load it. */
-  get namedModels(): string[] {
-    const names: string[] = [];
-    for (const request of this.requests) {
-      const query = request.url.searchParams.get("model");
-      if (query !== null) names.push(query);
-      const body = request.body as { model?: unknown } | undefined;
-      const model = typeof body === "object" && body !== null
-        ? body.model
-        : undefined;
-      if (
-        /\/chat\/completions$/.test(request.url.pathname) &&
-        typeof model === "string"
-      ) {
-        names.push(model);
-      }
-    }
-    return names;
-  }
-
   /** While true, every endpoint answers 503 "Loading model", as llama-server does while it loads its model. */
   setLoading(loading: boolean): void {
     this.#loading = loading;
@@ -260,17 +147,39 @@ export class FakeLlm implements AsyncDisposable {
     return this.#stopped;
   }
 
-  /** Listens again on the same port after `stop`. */
+  /** Listens again on the same port after `stop`, with empty caches, as a restarted server. */
   async restart(): Promise<void> {
     await this.stop();
+    this.clearCache();
     this.#closing = new AbortController();
     this.#server = this.#listen(this.#port);
     this.#stopped = null;
   }
 
-  /** Replaces the model list (e.g. a router unloading a model mid-test). */
+  /** Replaces the model list (e.g. a router unloading a model mid-test); a model no longer loaded loses its cache. */
   setModels(models: FakeModel[]): void {
     this.#models = models.map((model) => ({ ...model }));
+    this.#caches.keepLoaded(this.#models);
+  }
+
+  /** What the prompt cache gave each chat request it evaluated, in arrival order. */
+  get cacheLog(): CacheUse[] {
+    return this.chats.flatMap((request) => request.cache ?? []);
+  }
+
+  /** The sums over `cacheLog`: requests, prompt tokens evaluated, prompt tokens reused. */
+  cacheTotals(): { requests: number; promptN: number; cacheN: number } {
+    const log = this.cacheLog;
+    return {
+      requests: log.length,
+      promptN: log.reduce((sum, use) => sum + use.promptN, 0),
+      cacheN: log.reduce((sum, use) => sum + use.cacheN, 0),
+    };
+  }
+
+  /** Empties every slot and the host-memory cache, as a server that reloaded its model. */
+  clearCache(): void {
+    this.#caches.clear();
   }
 
   /** Chat requests so far. */
@@ -317,6 +226,11 @@ export class FakeLlm implements AsyncDisposable {
     return this.#aborts.next();
   }
 
+  /** Model names the requests so far named: `/props?model=` and chat bodies. Naming an unloaded one is what makes a router load it. */
+  get namedModels(): string[] {
+    return namedModels(this.requests);
+  }
+
   /** Stops the server; held streams end. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
@@ -331,31 +245,13 @@ export class FakeLlm implements AsyncDisposable {
     } catch {
       body = undefined;
     }
-    const aborted = Promise.withResolvers<number>();
-    const done = Promise.withResolvers<"completed" | "aborted">();
-    const record: RecordedRequest = {
-      method: request.method,
-      path: url.pathname + url.search,
+    const { record, finish } = recordRequest(
+      request,
       url,
       text,
       body,
-      promptTokens: null,
-      at: performance.now(),
-      abortedAt: null,
-      aborted: aborted.promise,
-      done: done.promise,
-    };
-    let over = false;
-    const finish = (how: "completed" | "aborted") => {
-      if (over) return;
-      over = true;
-      if (how === "aborted") {
-        record.abortedAt = performance.now();
-        aborted.resolve(record.abortedAt);
-        this.#aborts.push(record);
-      }
-      done.resolve(how);
-    };
+      (record) => this.#aborts.push(record),
+    );
     this.requests.push(record);
     this.#all.push(record);
     const isChat = request.method === "POST" &&
@@ -372,7 +268,15 @@ export class FakeLlm implements AsyncDisposable {
     }
     if (!isChat) {
       finish("completed");
-      return request.method === "POST" ? this.#post(url, body) : this.#get(url);
+      const answer = plainAnswer(
+        this.mode,
+        this.#models,
+        request.method,
+        url,
+        body,
+        this.autoloads,
+      );
+      return this.#json(answer.body, answer.status);
     }
     return this.#chat(request, url, body, record, finish);
   }
@@ -380,39 +284,6 @@ export class FakeLlm implements AsyncDisposable {
   #json(value: unknown, status = 200): Response {
     const text = typeof value === "string" ? value : JSON.stringify(value);
     return new Response(text, { status, headers: JSON_HEADERS });
-  }
-
-  #get(url: URL): Response {
-    switch (url.pathname) {
-      case "/health":
-        return this.#json({ status: "ok" });
-      case "/models":
-      case "/v1/models":
-        return this.#json(modelList(this.mode, this.#models));
-      case "/props":
-        return this.#props(url);
-      default:
-        return this.#json(errorBody(404), 404);
-    }
-  }
-
-  #post(url: URL, body: unknown): Response {
-    if (this.mode === "router") {
-      const model = (body as { model?: unknown } | undefined)?.model;
-      const resolved = resolveModel(this.#models, model, url, this.autoloads);
-      if ("body" in resolved) return this.#json(resolved.body, resolved.status);
-    }
-    const answer = url.pathname === "/tokenize"
-      ? tokenizeAnswer(body)
-      : url.pathname === "/apply-template"
-      ? applyTemplateAnswer(body)
-      : { status: 404, body: errorBody(404) };
-    return this.#json(answer.body, answer.status);
-  }
-
-  #props(url: URL): Response {
-    const answer = propsAnswer(this.mode, this.#models, url, this.autoloads);
-    return this.#json(answer.body, answer.status);
   }
 
   async #chat(
@@ -427,8 +298,7 @@ export class FakeLlm implements AsyncDisposable {
       return this.#json(errorBody(400, "Failed to parse the request"), 400);
     }
     const fields = body as Record<string, unknown>;
-    let model = this.#models[0]?.id ?? SINGLE_ID;
-    let nCtx = this.#models[0]?.nCtx ?? 4096;
+    let served: FakeModel = this.#models[0] ?? { id: SINGLE_ID };
     if (this.mode === "router") {
       const resolved = resolveModel(
         this.#models,
@@ -441,12 +311,11 @@ export class FakeLlm implements AsyncDisposable {
         return this.#json(resolved.body, resolved.status);
       }
       resolved.status = "loaded";
-      model = resolved.id;
-      nCtx = resolved.nCtx ?? 4096;
+      served = resolved;
     }
-    const promptTokens = Math.ceil(
-      countPrompt(fields) * this.#promptScale,
-    );
+    const nCtx = served.nCtx ?? 4096;
+    const tokens = promptTokenList(fields);
+    const promptTokens = Math.ceil(tokens.length * this.#promptScale);
     record.promptTokens = promptTokens;
     if (promptTokens > nCtx) {
       finish("completed");
@@ -464,99 +333,37 @@ export class FakeLlm implements AsyncDisposable {
         headers: { ...JSON_HEADERS, ...script.headers },
       });
     }
-    const options = fields.stream_options;
-    const context: ChatContext = {
-      body: fields,
-      model,
-      includeUsage: typeof options === "object" && options !== null &&
-        (options as Record<string, unknown>).include_usage === true,
-      id: `chatcmpl-${randomId()}`,
-      created: Math.floor(Date.now() / 1000),
+    const cache = this.#caches.begin(
+      served,
+      tokens,
+      fields,
       promptTokens,
-      room: Math.min(nCtx - promptTokens, maxTokens),
-    };
-    const gone = new AbortController();
-    const signal = AbortSignal.any([gone.signal, this.#closing.signal]);
-    const leave = () => {
-      finish("aborted");
-      gone.abort();
-    };
-    // Like llama-server, send the headers only with the first chunk; until
-    // then only the request's signal tells that the client went away. It is
-    // watched only when the script waits before its first chunk, as Deno
-    // warns once about any request whose signal was touched.
-    let watching = false;
-    let started = false;
-    const watch = () => {
-      if (started || watching) return;
-      watching = true;
-      request.signal.addEventListener("abort", leave);
-      if (request.signal.aborted) leave();
-    };
-    const chunks = run(script.steps(context), signal, watch);
-    let first: IteratorResult<string> | typeof CUT;
-    try {
-      first = await chunks.next();
-    } catch (error) {
-      if (error !== CUT) throw error;
-      first = CUT;
-    } finally {
-      started = true;
-      if (watching) request.signal.removeEventListener("abort", leave);
-    }
-    if (gone.signal.aborted) {
-      await chunks.return(undefined);
-      return new Response(null);
-    }
-    let closed = false;
-    // A client that closes once it has read [DONE] completed the reply.
-    let delivered = false;
-    const send = (
-      controller: ReadableStreamDefaultController<Uint8Array>,
-      text: string,
-    ) => {
-      if (text.includes("data: [DONE]")) delivered = true;
-      controller.enqueue(encoder.encode(text));
-    };
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        if (first === CUT || first.done) {
-          closed = true;
-          finish("completed");
-          if (first === CUT) controller.error(undefined);
-          else controller.close();
-        } else {
-          send(controller, first.value);
-        }
+      this.#promptScale,
+    );
+    record.cache = cache.use;
+    const transcript = new Transcript();
+    const options = fields.stream_options;
+    return await play({
+      request,
+      steps: script.steps,
+      ...(script.headers ? { headers: script.headers } : {}),
+      context: {
+        body: fields,
+        model: served.id,
+        includeUsage: typeof options === "object" && options !== null &&
+          (options as Record<string, unknown>).include_usage === true,
+        id: `chatcmpl-${randomId()}`,
+        created: Math.floor(Date.now() / 1000),
+        promptTokens,
+        cachedTokens: cache.use.cacheN,
+        room: Math.min(nCtx - promptTokens, maxTokens),
       },
-      async pull(controller) {
-        try {
-          const next = await chunks.next();
-          if (closed) return;
-          if (next.done) {
-            closed = true;
-            finish("completed");
-            controller.close();
-          } else {
-            send(controller, next.value);
-          }
-        } catch (error) {
-          if (closed) return;
-          closed = true;
-          finish("completed");
-          // An error without a reason drops the connection quietly.
-          controller.error(error === CUT ? undefined : error);
-        }
+      closing: this.#closing.signal,
+      sent: (text) => transcript.add(text),
+      finish: (how) => {
+        cache.end(transcript.reply(), transcript.finish);
+        finish(how);
       },
-      async cancel() {
-        closed = true;
-        if (delivered) finish("completed");
-        else leave();
-        await chunks.return(undefined);
-      },
-    }, { highWaterMark: 0 });
-    return new Response(stream, {
-      headers: { ...SSE_HEADERS, ...script.headers },
     });
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The fake llama-server's token side: a small tokenizer, the chat template
  * rendered as the captured `apply_template.json` shows it (ChatML), the
- * prompt size of a chat request, `/tokenize` and `/apply-template`, and the
- * 400 a request longer than the context gets, shaped like the captures.
+ * tokens of a chat request's prompt and of the reply the model generated,
+ * `/tokenize` and `/apply-template`, and the 400 a request longer than the
+ * context gets, shaped like the captures.
  */
 
 /** Tokens the template and the tokenizer treat as one. */
@@ -55,11 +56,72 @@ export function renderPrompt(body: Record<string, unknown>): string {
   return renderParts(body).join("");
 }
 
-/** The prompt's size in the fake's tokens: its parts counted apart (no token spans two), so a history seen before costs little. */
-export function promptTokens(body: Record<string, unknown>): number {
-  let tokens = 0;
-  for (const part of renderParts(body)) tokens += countTokens(part);
+/** Token lists of long parts already seen: a conversation's history comes back with every request. */
+const split = new Map<string, readonly string[]>();
+const SPLIT_MAX = 1024;
+
+function partTokens(text: string): readonly string[] {
+  if (text.length < 1024) return tokenPieces(text);
+  let tokens = split.get(text);
+  if (tokens === undefined) {
+    tokens = tokenPieces(text);
+    if (split.size >= SPLIT_MAX) split.clear();
+    split.set(text, tokens);
+  }
   return tokens;
+}
+
+/** The prompt's tokens: its parts tokenized apart (no token spans two), so a history seen before costs little. */
+export function promptTokenList(body: Record<string, unknown>): string[] {
+  const tokens: string[] = [];
+  for (const part of renderParts(body)) {
+    for (const token of partTokens(part)) tokens.push(token);
+  }
+  return tokens;
+}
+
+/** The prompt's size in the fake's tokens. */
+export function promptTokens(body: Record<string, unknown>): number {
+  return promptTokenList(body).length;
+}
+
+/** Whether the request's generation prompt opens a think block (thinking is on unless turned off). */
+export function thinkingPrompt(body: Record<string, unknown>): boolean {
+  const kwargs = isRecord(body.chat_template_kwargs)
+    ? body.chat_template_kwargs
+    : {};
+  return kwargs.enable_thinking !== false;
+}
+
+/** A reply as the model wrote it, from its streamed pieces. */
+export interface GeneratedReply {
+  reasoning: string;
+  content: string;
+  calls: { name: string; arguments: string }[];
+}
+
+/**
+ * The text the model generated after the generation prompt, written the way
+ * this template renders an assistant message, so a reply sent back in the
+ * history matches it up to where re-rendering differs: the reasoning, which
+ * the history never carries.
+ */
+export function generatedText(
+  reply: GeneratedReply,
+  thinking: boolean,
+): string {
+  let text = thinking
+    ? `${reply.reasoning}\n</think>\n\n`
+    : reply.reasoning === ""
+    ? ""
+    : `<think>\n${reply.reasoning}\n</think>\n\n`;
+  text += reply.content;
+  for (const call of reply.calls) {
+    text += `\n<tool_call>\n${
+      JSON.stringify({ name: call.name, arguments: call.arguments })
+    }\n</tool_call>`;
+  }
+  return text;
 }
 
 /** The rendered prompt, one part per message (the system one with the tools). */
@@ -102,14 +164,11 @@ function renderParts(body: Record<string, unknown>): string[] {
     }
     out.push(part + "<|im_end|>\n");
   }
-  const kwargs = isRecord(body.chat_template_kwargs)
-    ? body.chat_template_kwargs
-    : {};
   if (body.add_generation_prompt !== false) {
     out.push(
-      kwargs.enable_thinking === false
-        ? "<|im_start|>assistant\n"
-        : "<|im_start|>assistant\n<think>\n",
+      thinkingPrompt(body)
+        ? "<|im_start|>assistant\n<think>\n"
+        : "<|im_start|>assistant\n",
     );
   }
   return out;

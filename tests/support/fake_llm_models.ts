@@ -1,7 +1,9 @@
 /**
  * The fake llama-server's model side: `/v1/models`, `/props` and a router's
- * model resolution, shaped like the captures in the shared fixtures.
+ * model resolution, shaped like the captures in the shared fixtures, and
+ * the answers of every endpoint but chat.
  */
+import { applyTemplateAnswer, tokenizeAnswer } from "./fake_llm_context.ts";
 import { errorBody } from "./fake_llm_scripts.ts";
 
 /** The single-mode model's id: a model path, as llama-server reports it. */
@@ -27,6 +29,10 @@ export interface FakeModel {
   failed?: boolean;
   /** Context size reported by `meta.n_ctx` and `/props`; default 4096; null reports none (router mode). */
   nCtx?: number | null;
+  /** Slots of its server; default the fake's `slots`. */
+  slots?: number;
+  /** False for a model whose cache cannot shift (it ignores `n_cache_reuse`); default the fake's `shift`. */
+  shift?: boolean;
 }
 
 /** `/v1/models` (and `/models`) as the mode answers it. */
@@ -171,4 +177,38 @@ export function propsAnswer(
     autoloads,
   );
   return "body" in model ? model : { status: 200, body: modelProps(model) };
+}
+
+/** Every endpoint but chat: `/health`, the model lists, `/props`, `/tokenize`, `/apply-template`, else 404. */
+export function plainAnswer(
+  mode: "single" | "router",
+  models: readonly FakeModel[],
+  method: string,
+  url: URL,
+  body: unknown,
+  autoloads: string[],
+): Answer {
+  if (method !== "POST") {
+    switch (url.pathname) {
+      case "/health":
+        return { status: 200, body: { status: "ok" } };
+      case "/models":
+      case "/v1/models":
+        return { status: 200, body: modelList(mode, models) };
+      case "/props":
+        return propsAnswer(mode, models, url, autoloads);
+      default:
+        return { status: 404, body: errorBody(404) };
+    }
+  }
+  if (mode === "router") {
+    const model = (body as { model?: unknown } | undefined)?.model;
+    const resolved = resolveModel(models, model, url, autoloads);
+    if ("body" in resolved) return resolved;
+  }
+  return url.pathname === "/tokenize"
+    ? tokenizeAnswer(body)
+    : url.pathname === "/apply-template"
+    ? applyTemplateAnswer(body)
+    : { status: 404, body: errorBody(404) };
 }

@@ -18,6 +18,8 @@ export interface ChatContext {
   created: number;
   /** The prompt's size in the fake's tokens. */
   promptTokens: number;
+  /** Of those, the tokens the prompt cache reused (`timings.cache_n`); 0 when absent. */
+  cachedTokens?: number;
   /** Tokens the reply may have before it finishes with "length": the context left, or `max_tokens`. */
   room: number;
 }
@@ -77,6 +79,7 @@ export interface ReplyOptions {
   /** Reasoning inside `content` between `<think>` tags (reasoning_format none). */
   thinkInContent?: boolean;
   finishReason?: string;
+  /** Reported prompt size and cached share instead of the fake's own count and prompt cache. */
   usage?: { prompt?: number; cached?: number };
   /** Pause before each token; paced from the stream's start, so timer lateness does not add up. */
   tokenDelayMs?: number;
@@ -148,9 +151,14 @@ export function reply(options: ReplyOptions = {}): Script {
       }
       const reason = full ? "length" : options.finishReason ??
         (options.toolCalls?.length ? "tool_calls" : "stop");
+      // A script's own prompt size comes with its own cached share (0 unless given).
       const prompt = options.usage?.prompt ?? context.promptTokens;
-      const cached = Math.min(options.usage?.cached ?? 0, prompt);
-      const promptMs = 2.5;
+      const modelled = options.usage?.prompt === undefined
+        ? context.cachedTokens ?? 0
+        : 0;
+      const cached = Math.min(options.usage?.cached ?? modelled, prompt);
+      // Made-up durations, proportional to the work as a server's are.
+      const promptMs = 0.5 + 0.05 * (prompt - cached);
       const predictedMs = Math.max(tokens, 1) * 1.2;
       const timings = {
         cache_n: cached,
