@@ -69,6 +69,8 @@ export interface PlanOptions {
   tokenize: Tokenize | undefined;
   /** The reply's signal: counting stops with it. */
   signal: AbortSignal;
+  /** Where the conversation's last request started its window, for a window that moves in blocks; null slides. */
+  blockFrom?: number | null;
 }
 
 /** The request of one reply as it grows round by round, and what it costs. */
@@ -147,6 +149,16 @@ export class ContextPlan {
   /** Earlier turns the request carries. */
   get sent(): number {
     return this.#window.sent;
+  }
+
+  /** The index of the first earlier turn the request carries. */
+  get start(): number {
+    return this.#window.start;
+  }
+
+  /** What the request's start costs: its fixed part, and the turns it carries before the newest (what a cache kept across a moved window still holds). */
+  carried(): { fixed: number; kept: number } {
+    return { fixed: this.#fixedTokens, kept: this.#window.keptCost };
   }
 
   /** Earlier turns the conversation has. */

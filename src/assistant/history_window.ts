@@ -111,6 +111,12 @@ export class HistoryWindow {
     return this.#cost;
   }
 
+  /** What the turns carried before the newest cost: the newest is read again anyway, as the template renders it anew. */
+  get keptCost(): number {
+    const newest = this.#o.history.length - 1;
+    return newest >= this.#start ? this.#cost - this.#turnCost(newest) : 0;
+  }
+
   /** The messages of the turns carried, oldest first. */
   messages(): ChatMessage[] {
     const out: ChatMessage[] = [];

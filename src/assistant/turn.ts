@@ -7,6 +7,7 @@
  * reaches nobody, wherever it was when it was stopped.
  */
 import type { Config } from "../base/config.ts";
+import type { Timings } from "../llm/chat_deltas.ts";
 import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { Delta } from "../llm/sse_stream.ts";
@@ -113,6 +114,24 @@ export interface TurnResult {
   total: number;
   /** The context size as the turn found it; null while unknown. */
   nCtx: number | null;
+  /** What the turn's requests cost the server, summed; null when it reported none. */
+  timings: Timings | null;
+}
+
+/** Two requests' costs as one: each figure summed. */
+export function addTimings(
+  sum: Timings | null,
+  next: Timings | null,
+): Timings | null {
+  if (next === null) return sum;
+  if (sum === null) return { ...next };
+  return {
+    prompt_n: sum.prompt_n + next.prompt_n,
+    cache_n: sum.cache_n + next.cache_n,
+    predicted_n: sum.predicted_n + next.predicted_n,
+    prompt_ms: sum.prompt_ms + next.prompt_ms,
+    predicted_ms: sum.predicted_ms + next.predicted_ms,
+  };
 }
 
 /** One question and its reply in flight. */
@@ -187,6 +206,7 @@ export class Turn {
     const stored: ChatMessage[] = [question];
     const used: string[] = [];
     let truncated: Truncation | null = null;
+    let timings: Timings | null = null;
 
     for (let round = 0;; round++) {
       const last = round >= config.max_tool_rounds;
@@ -204,6 +224,7 @@ export class Turn {
           signal,
         ));
       const end: ReplyEnd = yield* readReply(stream, this.pending);
+      timings = addTimings(timings, end.timings);
       truncated = plan.reported(end.finish, end.usage);
       // A call cut off by the length limit is incomplete: it is not run.
       if (end.calls.length === 0 || last || truncated !== null) {
@@ -257,6 +278,7 @@ export class Turn {
       sent: plan.sent,
       total: plan.total,
       nCtx: plan.nCtx,
+      timings,
     };
   }
 }

@@ -1,9 +1,10 @@
 /**
  * One response of llama-server read as a turn's events: reasoning and answer
  * tokens as they come (the pending reply grows with them), the tool calls
- * gathered from their pieces, and how the response ended.
+ * gathered from their pieces, and how the response ended and what it cost.
  */
 import type { ToolCall } from "../llm/chat_types.ts";
+import type { Timings } from "../llm/chat_deltas.ts";
 import type { Delta } from "../llm/sse_stream.ts";
 import type { PendingView } from "../protocol/protocol.ts";
 
@@ -19,6 +20,8 @@ export interface ReplyEnd {
   calls: ToolCall[];
   finish: string | null;
   usage: (Delta & { kind: "usage" }) | null;
+  /** What the request cost, when the server said. */
+  timings: Timings | null;
 }
 
 /** Streams one response as events, adding to `pending`; returns its content and tool calls. */
@@ -29,6 +32,7 @@ export async function* readReply(
   let content = "";
   let finish: string | null = null;
   let usage: (Delta & { kind: "usage" }) | null = null;
+  let timings: Timings | null = null;
   const pieces = new Map<number, ToolCall>();
   for await (const delta of stream) {
     switch (delta.kind) {
@@ -62,6 +66,11 @@ export async function* readReply(
         usage = delta;
         yield { type: "usage", used: delta.used };
         break;
+      case "timings": {
+        const { kind: _kind, ...numbers } = delta;
+        timings = numbers;
+        break;
+      }
       case "finish":
         finish = delta.reason;
         break;
@@ -73,5 +82,5 @@ export async function* readReply(
     ...call,
     id: call.id === "" ? `call_${index}` : call.id,
   }));
-  return { content, calls, finish, usage };
+  return { content, calls, finish, usage, timings };
 }

@@ -72,9 +72,14 @@ const MIGRATIONS: readonly string[] = [
   // model's tokens (NULL when unknown); gone with its conversation. Titles
   // made before default titles were cut (one huge first word) are cut as
   // they are now: only a default title could be longer than 200 characters.
+  // Also what was learnt of each model's prompt cache: whether llama-server
+  // shifts it past a span removed from the prompt (n_cache_reuse), found
+  // from the cache_n it reported once a conversation's window moved.
   `CREATE TABLE summaries(
      conv INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE,
      text TEXT NOT NULL, turns INTEGER NOT NULL, tokens INTEGER);
+   CREATE TABLE IF NOT EXISTS model_cache(model TEXT PRIMARY KEY,
+     shifts INTEGER NOT NULL, learned INTEGER NOT NULL);
    UPDATE conversations SET title = rtrim(substr(title, 1, 200))
      WHERE length(title) > 200;`,
 ];

@@ -25,6 +25,8 @@ export interface Statements {
   summaryOf: StatementSync;
   setSummary: StatementSync;
   dropSummary: StatementSync;
+  cacheShift: StatementSync;
+  setCacheShift: StatementSync;
   nextDeleted: StatementSync;
   dropLastTurns: StatementSync;
   anyTurn: StatementSync;
@@ -94,6 +96,13 @@ export function prepareStatements(db: DatabaseSync): Statements {
     summaryOf: db.prepare(
       `SELECT text, turns, tokens FROM summaries
        WHERE conv = ? AND conv NOT IN (SELECT id FROM deleted_conversations)`,
+    ),
+    cacheShift: db.prepare(
+      "SELECT shifts, learned FROM model_cache WHERE model = ?",
+    ),
+    setCacheShift: db.prepare(
+      "INSERT INTO model_cache(model, shifts, learned) VALUES (?, ?, ?) " +
+        "ON CONFLICT(model) DO UPDATE SET shifts = excluded.shifts, learned = excluded.learned",
     ),
     setSummary: db.prepare(
       `INSERT INTO summaries(conv, text, turns, tokens) VALUES (?, ?, ?, ?)

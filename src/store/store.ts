@@ -262,6 +262,19 @@ export class Store implements Disposable {
     return readSummary(this.#sql, conversation);
   }
 
+  /** What was learnt of a model's prompt cache: whether llama-server shifts it, and when that was learnt (Unix seconds); null while unknown. */
+  cacheShift(model: string): { shifts: boolean; learned: number } | null {
+    const row = this.#sql.cacheShift.get(model);
+    if (row === undefined) return null;
+    return { shifts: Number(row.shifts) === 1, learned: Number(row.learned) };
+  }
+
+  /** Records whether llama-server shifts a model's prompt cache. */
+  setCacheShift(model: string, shifts: boolean): void {
+    const now = Math.floor(this.#now() / 1000);
+    this.#sql.setCacheShift.run(model, shifts ? 1 : 0, now);
+  }
+
   /** Whether a conversation with this id exists. */
   exists(id: number): boolean {
     return this.#sql.exists.get(id) !== undefined;
