@@ -15,7 +15,7 @@ import {
   TestBrowser,
 } from "../support/browser.ts";
 import { within } from "../support/client_harness.ts";
-import { WebProcess } from "../support/web_harness.ts";
+import { greeted, WebProcess } from "../support/web_harness.ts";
 
 declare const document: {
   querySelector(selector: string): {
@@ -169,12 +169,7 @@ async function stack(hello: Record<string, unknown>) {
   const browser = await TestBrowser.launch();
   const page = await browser.page(web.url);
   await daemon.connected;
-  await page.waitForFunction(
-    () =>
-      (globalThis as unknown as { daCanvas?: { model: { greeted: boolean } } })
-        .daCanvas?.model.greeted === true,
-    POLL,
-  );
+  await greeted(page);
   // The page lists the conversations when greeted; answer it.
   await daemon.command("list");
   return {
