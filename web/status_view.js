@@ -5,7 +5,7 @@
  * model, the state, the context meter of the conversation shown, the
  * microphone; and the composer's buttons that follow the state.
  */
-import { $, numbers } from "./dom.js";
+import { $, el, numbers } from "./dom.js";
 import { shortModelName } from "./model_parts.js";
 
 /** @typedef {import("./model.js").CanvasModel} CanvasModel */
@@ -97,14 +97,20 @@ function drawCtx(/** @type {CanvasModel} */ model) {
   meter.value = Math.min(ctx.used, ctx.max);
   meter.high = ctx.max * 0.8;
   meter.optimum = 0;
-  let text = `context ${numbers.format(ctx.used)} / ${numbers.format(ctx.max)}`;
+  const main = `context ${numbers.format(ctx.used)} / ${
+    numbers.format(ctx.max)
+  }`;
+  let more = "";
   if (ctx.sent !== null && ctx.total !== null && ctx.sent < ctx.total) {
-    text += ` · ${ctx.sent} of ${ctx.total} earlier turns sent`;
+    more += ` · ${ctx.sent} of ${ctx.total} earlier turns sent`;
   }
   if (ctx.summarized !== null && ctx.summarized > 0) {
-    text += ` · ${ctx.summarized} summarised`;
+    more += ` · ${ctx.summarized} summarised`;
   }
-  $("ctx-text").textContent = text;
+  const text = $("ctx-text");
+  text.replaceChildren(main, el("span", "ctx-more", more));
+  wrap.title =
+    `${main}${more}: tokens in the model's context after the last reply`;
 }
 
 /** The microphone: whether the voice client listens, and whether it can. */
