@@ -51,7 +51,10 @@ export class Connection {
 
   /** Opens the socket, and again after every close. */
   connect() {
-    this.#options.onLink({ state: "connecting", code: null, why: "" });
+    // A retry keeps saying why the last attempt failed until one succeeds.
+    if (this.#attempt === 0) {
+      this.#options.onLink({ state: "connecting", code: null, why: "" });
+    }
     const socket = new WebSocket(this.#options.url);
     this.#ws = socket;
     socket.addEventListener("open", () => {

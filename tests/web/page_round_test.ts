@@ -12,6 +12,7 @@ import type { Page } from "puppeteer-core";
 import { TestBrowser } from "../support/browser.ts";
 import { PAGE_POLL, WebProcess } from "../support/web_harness.ts";
 import { MODEL_PATH, RICH_REPLY } from "./conversation_fixture.ts";
+import { overflows } from "./measure.ts";
 import { hidden, pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
 
 /** Runs a script in the page and returns its value as `T`. */
@@ -145,7 +146,12 @@ pageTest(
         runtime,
       );
       await using browser = await TestBrowser.launch();
-      const page = await browser.page(web.url);
+      // On a phone, where the long reason must still fit.
+      const page = await browser.page(web.url, { width: 390, height: 844 });
+      await shows(page, "#connection", "no daemon answers");
+      await shows(page, "#log", "The daemon is not running");
+      assert.deepEqual(await overflows(page), []);
+      await page.click("#menu");
       await shows(page, "#list", "The daemon is not running");
       await shows(page, "#log", "deno task start");
       await shows(page, "#connection", "disconnected");
