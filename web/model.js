@@ -1,102 +1,93 @@
+// @ts-check
 /**
  * The page's picture of the daemon, built only from the socket protocol's
- * events applied in order (README, "Protocol"). No DOM here: the view draws
+ * events applied in order (docs/protocol.md). No DOM here: the view draws
  * what this holds, and a test can feed it events.
  *
  * Every field an older daemon does not send is simply absent here too:
  * `backend`, `ctx.sent`/`ctx.total`, `private`, `replaces`, `truncated`,
- * `confirm`/`approved`, `renamed` and `export` are shown once they arrive.
+ * `confirm`/`approved`, `renamed`, `export`, `timings`, `summary` and
+ * `listening` are shown once they arrive.
  */
+import {
+  confirmOf,
+  helloConfirm,
+  isStored,
+  newPending,
+  numberOrNull,
+  storedTurn,
+  summaryOf,
+} from "./model_parts.js";
+import {
+  failedTurn,
+  finishedTurn,
+  helloPending,
+  markTool,
+  placeTurn,
+} from "./model_turns.js";
+import { CtxMeters } from "./ctx_meters.js";
+import { SidebarModel } from "./sidebar_model.js";
 
-/** @typedef {{name: string, done?: boolean, allowed?: boolean}} ToolMark */
+export { isStored };
+
+/** @typedef {import("./model_parts.js").WireEvent} WireEvent */
+/** @typedef {import("./model_parts.js").Turn} Turn */
+/** @typedef {import("./model_parts.js").Pending} Pending */
+/** @typedef {import("./model_parts.js").Shown} Shown */
+/** @typedef {import("./model_parts.js").Ctx} Ctx */
+/** @typedef {import("./model_parts.js").Backend} Backend */
+/** @typedef {import("./model_parts.js").Confirm} Confirm */
+/** @typedef {import("./model_parts.js").Notice} Notice */
 /**
- * @typedef {{user: string, reply: string, think: string, tools: ToolMark[],
- *   status: null | "stopped" | "truncated" | "error", error?: string,
- *   truncatedBy?: string}} Turn
- * `truncatedBy`: what cut a truncated reply short (`context` or
- * `max_tokens`), when the daemon says.
+ * The parts of the page an event can change.
+ * @typedef {"turns" | "pending" | "status" | "list" | "confirms" | "notices"} Part
  */
 /**
- * @typedef {{key: string, id: number | null, user: string, reply: string,
- *   think: string, tools: ToolMark[], replaces: boolean}} Pending
- * `key` is the conversation it belongs to as the page tells them apart;
- * `id` its number when known (null for one its `done` will create).
+ * The page's link to the daemon: `down` with the close code the bridge
+ * gave (4001: no daemon answers on its socket).
+ * @typedef {{state: "connecting" | "up" | "down", code: number | null,
+ *   why: string}} Link
  */
-/** @typedef {{key: string, id: number | null, private: boolean, turns: Turn[]}} Shown */
 
-/** Whether the daemon keeps this turn: a stopped or failed one is only shown. */
-export function isStored(turn) {
-  return turn.status !== "stopped" && turn.status !== "error";
-}
-
-/** The reply in flight: what `user`, `think`, `token` and `tool` built so far. */
-function newPending(key, id, user, replaces) {
-  return { key, id, user, reply: "", think: "", tools: [], replaces };
-}
-
-function storedTurn(turn) {
-  const tools = Array.isArray(turn?.tools) ? turn.tools : [];
-  return {
-    user: String(turn?.user ?? ""),
-    reply: String(turn?.reply ?? ""),
-    think: "",
-    tools: tools.map((name) => ({ name: String(name), done: true })),
-    status: null,
-  };
-}
-
-function numberOrNull(value) {
-  return typeof value === "number" && Number.isFinite(value) ? value : null;
-}
-
-function isConfirm(value) {
-  return value !== null && typeof value === "object" &&
-    value.call !== undefined;
-}
-
-/**
- * The tool call a `hello` says waits for approval: `hello.confirm`, sent
- * whichever conversation the reply belongs to, else `hello.pending.confirm`
- * (a daemon without the first).
- */
-function helloConfirm(event) {
-  if (isConfirm(event.confirm)) return event.confirm;
-  if (isConfirm(event.pending?.confirm)) return event.pending.confirm;
-  return null;
-}
+/** The close code the bridge ends a page's socket with when no daemon answers. */
+export const NO_DAEMON = 4001;
 
 /** The daemon's state as the page knows it; `apply` returns what changed. */
-export class CanvasModel {
-  constructor() {
-    /** Whether a `hello` arrived on this connection. */
-    this.greeted = false;
-    /** `idle`, `thinking`, `tool` or `confirm`. */
-    this.state = "idle";
-    this.tool = null;
-    this.model = null;
-    this.ctx = { used: null, max: null, sent: null, total: null };
-    /** `{state, url, model, ctx_max, message}` once the daemon sends it. */
-    this.backend = null;
-    /** @type {Shown} The conversation shown: `key` tells apart unsaved ones. */
-    this.current = { key: "new:0", id: null, private: false, turns: [] };
-    /** @type {Pending | null} The reply in flight, in whichever conversation it started. */
-    this.pending = null;
-    /** Tool calls waiting for approval, by call id. */
-    this.confirms = new Map();
-    /** `[{id, title, updated}]`, newest first. */
-    this.conversations = [];
-    /** Search results `[{id, title, snippet}]`, or null when not searching. */
-    this.results = null;
-    /** The query in the search box (null when empty): only its answers are shown. */
-    this.query = null;
-    /** The query `results` answers. */
-    this.resultsFor = null;
-    /** Searches sent and not yet answered: ref to query. */
-    this.searches = new Map();
-    /** Messages for the user, oldest first; the view takes them. */
-    this.notices = [];
-    this.fresh = 0;
-  }
+export class CanvasModel extends SidebarModel {
+  /** Whether a `hello` arrived on this connection. */
+  greeted = false;
+  /** @type {Link} */
+  link = { state: "connecting", code: null, why: "" };
+  /** `idle`, `thinking`, `tool` or `confirm`. */
+  state = "idle";
+  /** @type {string | null} */
+  tool = null;
+  /** @type {string | null} */
+  model = null;
+  /** @type {Backend | null} `{state, url, model, ctx_max, message}` once the daemon sends it. */
+  backend = null;
+  /** @type {Shown} */
+  current = {
+    key: "new:0",
+    id: null,
+    private: false,
+    turns: [],
+    summary: null,
+  };
+  /** @type {Pending | null} The reply in flight, in whichever conversation it started. */
+  pending = null;
+  /** @type {Map<string, Confirm>} Tool calls waiting for approval, by call id. */
+  confirms = new Map();
+  /** @type {boolean | null} Whether the voice client listens; null while the daemon has not said. */
+  listening = null;
+  /** Whether the daemon takes `listen`: false once it answered one `unknown_command`. */
+  canListen = true;
+  /** @type {Set<string | number>} `listen` commands sent and not yet answered. */
+  listens = new Set();
+  /** @type {Notice[]} Messages for the user, oldest first; the view takes them. */
+  notices = [];
+  #meters = new CtxMeters();
+  #fresh = 0;
 
   /** Whether a reply is streaming (anywhere). */
   get busy() {
@@ -110,6 +101,15 @@ export class CanvasModel {
       : null;
   }
 
+  /**
+   * The meter of the conversation shown: its own last figures, never those
+   * another conversation left.
+   * @returns {Ctx}
+   */
+  get ctx() {
+    return this.#meters.of(this.current.key);
+  }
+
   /** The title of the conversation shown. */
   get title() {
     const { id } = this.current;
@@ -118,26 +118,25 @@ export class CanvasModel {
     return this.titleOf(id);
   }
 
-  /** A conversation's title as last listed or renamed. */
-  titleOf(id) {
-    const item = this.conversations.find((entry) => entry.id === id);
-    return item ? item.title : `Conversation ${id}`;
-  }
-
+  /** @param {number | null} id */
   #key(id) {
-    return id === null ? `new:${++this.fresh}` : `id:${id}`;
+    return id === null ? `new:${++this.#fresh}` : `id:${id}`;
   }
 
+  /** @param {string} text @param {"info" | "error"} kind */
   #notice(text, kind = "info") {
     this.notices.push({ text, kind });
   }
 
-  #setCurrent(id, turns, isPrivate) {
+  /** @param {WireEvent} event */
+  #setCurrent(event) {
+    const id = typeof event.id === "number" ? event.id : null;
     this.current = {
       key: this.#key(id),
       id,
-      private: isPrivate === true,
-      turns: Array.isArray(turns) ? turns.map(storedTurn) : [],
+      private: event.private === true,
+      turns: Array.isArray(event.turns) ? event.turns.map(storedTurn) : [],
+      summary: summaryOf(event.summary),
     };
   }
 
@@ -146,93 +145,41 @@ export class CanvasModel {
     return this.pending;
   }
 
+  /** A `listen` sent with `ref`: an error answering it is its. */
+  listenSent(/** @type {string | number} */ ref) {
+    this.listens.add(ref);
+  }
+
   /**
-   * The reply in flight from a `hello`. It is the shown conversation's
-   * exactly when `pending.id` is `hello.id`; otherwise it streams elsewhere
-   * (in conversation `pending.id`, which shows it once opened). A reply the
-   * daemon leaves out (`pending: null` while `state` says one runs) will
-   * create a conversation other than the unsaved one shown: it streams
-   * elsewhere too, under a key no conversation shown has.
+   * The page's socket changed state; down ends what this connection knew
+   * of the daemon until the next `hello`.
+   * @param {Link} link
+   * @returns {Set<Part>}
    */
-  #helloPending(event) {
-    const p = event.pending;
-    if (!p || typeof p !== "object") {
-      return event.state && event.state !== "idle"
-        ? newPending(this.#key(null), null, "", false)
-        : null;
-    }
-    const id = typeof p.id === "number" ? p.id : null;
-    const key = p.id === (event.id ?? null) ? this.current.key : this.#key(id);
-    const pending = newPending(
-      key,
-      id,
-      String(p.user ?? ""),
-      p.replaces === true,
-    );
-    pending.reply = String(p.reply ?? "");
-    pending.think = String(p.think ?? "");
-    pending.tools = (Array.isArray(p.tools) ? p.tools : []).map(
-      (name) => ({ name: String(name), done: true }),
-    );
-    return pending;
+  linked(link) {
+    this.link = link;
+    if (link.state !== "up") this.greeted = false;
+    return new Set(["status", "list", "turns"]);
   }
 
-  /** A search sent with `ref` for `q`, which is now the query shown. */
-  searchSent(ref, q) {
-    this.query = q;
-    this.searches.set(ref, q);
-  }
-
-  /** The search box emptied: the conversations again, and late answers dropped. */
-  clearSearch() {
-    this.query = null;
-    this.results = null;
-    this.resultsFor = null;
-  }
-
-  /** Whether `q`'s results are shown or on their way. */
-  searching(q) {
-    return this.resultsFor === q || [...this.searches.values()].includes(q);
-  }
-
-  /** Applies one event; returns the set of parts that changed: `turns`, `pending`, `status`, `list`, `confirms`, `notices`. */
+  /**
+   * Applies one event; returns the parts that changed.
+   * @param {WireEvent} event
+   * @returns {Set<Part>}
+   */
   apply(event) {
+    /** @type {Set<Part>} */
     const changed = new Set();
     switch (event.type) {
-      case "hello": {
-        this.greeted = true;
-        this.state = event.state ?? "idle";
-        this.tool = event.tool ?? null;
-        this.model = event.model ?? null;
-        this.ctx = {
-          used: numberOrNull(event.ctx_used),
-          max: numberOrNull(event.ctx_max),
-          sent: numberOrNull(event.ctx_sent),
-          total: numberOrNull(event.ctx_total),
-        };
-        this.backend = event.backend && typeof event.backend === "object"
-          ? { ...event.backend }
-          : null;
-        this.#setCurrent(event.id ?? null, event.turns, event.private);
-        this.pending = this.#helloPending(event);
-        this.confirms = new Map();
-        const waiting = helloConfirm(event);
-        if (waiting) {
-          this.confirms.set(waiting.call, {
-            call: waiting.call,
-            tool: waiting.tool,
-            args: waiting.args,
-          });
-        }
-        // Searches sent on an earlier connection are never answered.
-        this.searches.clear();
-        for (const part of ["turns", "pending", "status", "confirms"]) {
+      case "hello":
+        this.#hello(event);
+        for (const part of /** @type {const} */ (["turns", "pending"])) {
           changed.add(part);
         }
+        changed.add("status").add("confirms").add("list");
         break;
-      }
       case "state":
-        this.state = event.state;
+        this.state = String(event.state);
         this.tool = event.tool ?? null;
         if (this.state === "idle" && this.confirms.size > 0) {
           this.confirms.clear();
@@ -253,37 +200,27 @@ export class CanvasModel {
           String(event.text ?? ""),
           event.replaces === true,
         );
-        changed.add("pending");
-        changed.add("status");
+        changed.add("pending").add("status");
         break;
       case "think":
         this.#ensurePending().think += event.delta ?? "";
         changed.add("pending");
         break;
-      case "token":
-        this.#ensurePending().reply += event.delta ?? "";
+      case "token": {
+        const pending = this.#ensurePending();
+        const first = pending.reply === "";
+        pending.reply += event.delta ?? "";
         changed.add("pending");
-        break;
-      case "tool": {
-        const tools = this.#ensurePending().tools;
-        if (event.done) {
-          const running = tools.findLast((mark) =>
-            mark.name === event.name && mark.done === false
-          );
-          if (running) running.done = true;
-          else tools.push({ name: event.name, done: true });
-        } else {
-          tools.push({ name: event.name, done: false });
-        }
-        changed.add("pending");
+        // The state pill says the answer has begun.
+        if (first) changed.add("status");
         break;
       }
+      case "tool":
+        markTool(this.#ensurePending().tools, event);
+        changed.add("pending");
+        break;
       case "confirm":
-        this.confirms.set(event.call, {
-          call: event.call,
-          tool: event.tool,
-          args: event.args,
-        });
+        this.confirms.set(event.call, confirmOf(event));
         changed.add("confirms");
         break;
       case "approved": {
@@ -303,97 +240,111 @@ export class CanvasModel {
         this.#done(event, changed);
         break;
       case "error":
-        if (event.turn === true) this.#failed(event, changed);
-        else {
-          this.searches.delete(event.ref);
-          this.#notice(String(event.message ?? "error"), "error");
-        }
-        changed.add("notices");
+        this.#error(event, changed);
         break;
       case "ctx":
-        this.ctx = {
-          used: numberOrNull(event.used),
-          max: numberOrNull(event.max),
-          sent: numberOrNull(event.sent),
-          total: numberOrNull(event.total),
-        };
+        this.#meters.measured(event, this.current.key);
         changed.add("status");
         break;
       case "backend":
         this.backend = {
-          state: event.state,
+          state: String(event.state),
           url: event.url ?? null,
           model: event.model ?? null,
-          ctx_max: event.ctx_max ?? null,
+          ctx_max: numberOrNull(event.ctx_max),
           message: event.message ?? null,
         };
+        this.#meters.sized(this.backend.ctx_max);
         changed.add("status");
         break;
-      case "conversations":
-        this.conversations = Array.isArray(event.items) ? event.items : [];
-        changed.add("list");
-        changed.add("status");
-        break;
-      case "results": {
-        // Paired with its query by ref; an answer to a query no longer in
-        // the box is dropped.
-        const q = this.searches.get(event.ref);
-        this.searches.delete(event.ref);
-        if (q === undefined || q !== this.query) break;
-        this.results = Array.isArray(event.items) ? event.items : [];
-        this.resultsFor = q;
-        changed.add("list");
-        break;
-      }
       case "conversation":
         // A reply in flight stays shown when its conversation is reopened:
         // both have the key `id:N`.
-        this.#setCurrent(event.id ?? null, event.turns, event.private);
-        changed.add("turns");
-        changed.add("pending");
-        changed.add("status");
-        changed.add("list");
+        this.#setCurrent(event);
+        changed.add("turns").add("pending").add("status").add("list");
         break;
-      case "renamed": {
-        const item = this.conversations.find((entry) => entry.id === event.id);
-        if (item) item.title = event.title;
-        else {
-          this.conversations.unshift({
-            id: event.id,
-            title: event.title,
-            updated: Math.floor(Date.now() / 1000),
-          });
+      case "summary":
+        if ((event.id ?? null) === this.current.id) {
+          this.current.summary = summaryOf(event);
+          changed.add("turns");
         }
-        for (const hit of this.results ?? []) {
-          if (hit.id === event.id) hit.title = event.title;
-        }
-        changed.add("list");
+        break;
+      case "listening":
+        this.listening = event.on === true;
+        this.canListen = true;
+        if (event.ref !== undefined) this.listens.delete(event.ref);
         changed.add("status");
         break;
-      }
+      default:
+        if (this.applyList(event)) changed.add("list").add("status");
     }
     if (this.notices.length > 0) changed.add("notices");
     return changed;
   }
 
+  /** @param {WireEvent} event */
+  #hello(event) {
+    this.greeted = true;
+    this.link = { state: "up", code: null, why: "" };
+    this.state = event.state ?? "idle";
+    this.tool = event.tool ?? null;
+    this.model = event.model ?? null;
+    this.backend = event.backend && typeof event.backend === "object"
+      ? { ...event.backend }
+      : null;
+    this.#setCurrent(event);
+    this.#meters.hello(event, this.current.key);
+    this.pending = helloPending(
+      event,
+      this.current.key,
+      (id) => this.#key(id),
+    );
+    this.confirms = new Map();
+    const waiting = helloConfirm(event);
+    if (waiting) this.confirms.set(waiting.call, waiting);
+    this.listening = typeof event.listening === "boolean"
+      ? event.listening
+      : null;
+    this.canListen = true;
+    // Commands sent on an earlier connection are never answered.
+    this.searches.clear();
+    this.listens.clear();
+  }
+
+  /** @param {WireEvent} event @param {Set<Part>} changed */
+  #error(event, changed) {
+    changed.add("notices");
+    if (event.turn === true) {
+      this.#failed(event, changed);
+      return;
+    }
+    this.searches.delete(event.ref);
+    const message = String(event.message ?? "error");
+    if (event.ref !== undefined && this.listens.delete(event.ref)) {
+      if (event.code === "unknown_command") {
+        this.canListen = false;
+        changed.add("status");
+        this.#notice(
+          `This daemon cannot listen (it answered: ${message}); update it to use the microphone.`,
+          "error",
+        );
+        return;
+      }
+    }
+    this.#notice(message, "error");
+  }
+
+  /** @param {WireEvent} event @param {Set<Part>} changed */
   #done(event, changed) {
     const pending = this.pending;
     this.pending = null;
-    changed.add("pending");
-    changed.add("status");
+    changed.add("pending").add("status");
     if (!pending) return;
     const stopped = event.stopped === true;
-    const truncated = !stopped && event.truncated === true;
-    const turn = {
-      user: pending.user,
-      reply: pending.reply,
-      think: pending.think,
-      tools: pending.tools,
-      status: stopped ? "stopped" : truncated ? "truncated" : null,
-      ...(truncated && typeof event.truncated_by === "string"
-        ? { truncatedBy: event.truncated_by }
-        : {}),
-    };
+    const turn = finishedTurn(pending, event);
+    this.#meters.finished(
+      typeof event.id === "number" ? `id:${event.id}` : pending.key,
+    );
     const current = this.current;
     if (pending.key !== current.key) {
       if (!stopped && typeof event.id === "number") {
@@ -406,39 +357,26 @@ export class CanvasModel {
       current.id = event.id;
       current.key = `id:${event.id}`;
     }
+    if (!stopped) this.#meters.finished(current.key);
     changed.add("turns");
-    if (pending.replaces || event.replaces === true) {
-      if (stopped) {
-        this.#notice("The retry was stopped: the earlier reply is kept.");
-        return;
-      }
-      // It replaces the last turn the daemon keeps; turns shown after it
-      // (stopped or failed, never stored) go with it.
-      const index = current.turns.findLastIndex(isStored);
-      current.turns.splice(index === -1 ? 0 : index, Infinity, turn);
-      return;
-    }
-    current.turns.push(turn);
+    const notice = placeTurn(
+      current,
+      turn,
+      pending.replaces || event.replaces === true,
+    );
+    if (notice) this.#notice(notice);
   }
 
+  /** @param {WireEvent} event @param {Set<Part>} changed */
   #failed(event, changed) {
     const pending = this.pending;
     this.pending = null;
-    changed.add("pending");
-    changed.add("status");
-    const message = String(event.message ?? "the reply failed");
+    changed.add("pending").add("status");
     if (!pending || pending.key !== this.current.key || pending.replaces) {
-      this.#notice(message, "error");
+      this.#notice(String(event.message ?? "the reply failed"), "error");
       return;
     }
-    this.current.turns.push({
-      user: pending.user,
-      reply: pending.reply,
-      think: pending.think,
-      tools: pending.tools,
-      status: "error",
-      error: message,
-    });
+    this.current.turns.push(failedTurn(pending, event));
     changed.add("turns");
   }
 

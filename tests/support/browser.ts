@@ -68,10 +68,13 @@ export class TestBrowser implements AsyncDisposable {
     }
   }
 
-  /** A new tab, 1200×800, whose script errors are collected. */
-  async page(url?: string): Promise<Page> {
+  /** A new tab (1200×800 unless told), whose script errors are collected. */
+  async page(
+    url?: string,
+    viewport: { width: number; height: number } = { width: 1200, height: 800 },
+  ): Promise<Page> {
     const page = await this.browser.newPage();
-    await page.setViewport({ width: 1200, height: 800 });
+    await page.setViewport(viewport);
     page.on("pageerror", (error) => this.errors.push(String(error)));
     page.on("console", (message) => {
       if (message.type() === "error") this.errors.push(message.text());

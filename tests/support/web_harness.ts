@@ -3,6 +3,7 @@
  * its derived grants on an ephemeral port, and raw HTTP over TCP for the
  * requests a browser would never send (a foreign `Host`, a missing token).
  */
+import type { Page } from "puppeteer-core";
 import { webFlags } from "../../src/web/web.ts";
 import { clientEnv, ClientProcess, MAIN } from "./client_harness.ts";
 
@@ -255,4 +256,24 @@ export class PageSocket implements AsyncDisposable {
     if (this.ws.readyState < WebSocket.CLOSING) this.ws.close();
     await this.closed;
   }
+}
+
+/** How long the page may take to show something, and how waits poll (a timer: a tab in the background gets no frames). */
+export const PAGE_POLL = { timeout: 15_000, polling: 50 } as const;
+
+/** Waits until the page has the daemon's hello and has drawn it. */
+export async function greeted(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => {
+      const scope = globalThis as unknown as {
+        daCanvas?: { model: { greeted: boolean } };
+        document: {
+          getElementById(id: string): { dataset: { tone?: string } } | null;
+        };
+      };
+      return scope.daCanvas?.model.greeted === true &&
+        scope.document.getElementById("connection")?.dataset.tone === "up";
+    },
+    PAGE_POLL,
+  );
 }

@@ -89,7 +89,13 @@ Deno.test("a hello shows its conversation, the backend and the meter", () => {
   );
   assert.equal(model.greeted, true);
   assert.deepEqual(model.backend, BACKEND_UP);
-  assert.deepEqual(model.ctx, { used: 900, max: 4096, sent: 1, total: 1 });
+  assert.deepEqual(model.ctx, {
+    used: 900,
+    max: 4096,
+    sent: 1,
+    total: 1,
+    summarized: null,
+  });
   assert.equal(model.current.private, false);
   assert.equal(model.current.id, 4);
   assert.deepEqual(model.current.turns, [{
@@ -375,9 +381,21 @@ Deno.test("11.2: the meter shows sent and total, and a cut reply says what cut i
     model,
     hello({ ctx_used: 10, ctx_max: 4096, ctx_sent: 6, ctx_total: 14 }),
   );
-  assert.deepEqual(model.ctx, { used: 10, max: 4096, sent: 6, total: 14 });
+  assert.deepEqual(model.ctx, {
+    used: 10,
+    max: 4096,
+    sent: 6,
+    total: 14,
+    summarized: null,
+  });
   feed(model, { type: "ctx", used: 3900, max: 4096, sent: 5, total: 15 });
-  assert.deepEqual(model.ctx, { used: 3900, max: 4096, sent: 5, total: 15 });
+  assert.deepEqual(model.ctx, {
+    used: 3900,
+    max: 4096,
+    sent: 5,
+    total: 15,
+    summarized: null,
+  });
   feed(
     model,
     { type: "user", text: "More" },
@@ -466,7 +484,7 @@ Deno.test("11.4: retry replaces the last kept turn only when it finishes", () =>
     model.current.turns.map((t: { reply: string }) => t.reply),
     ["A1", "A2"],
   );
-  assert.match(model.takeNotices()[0].text, /earlier reply is kept/);
+  assert.match(model.takeNotices()[0]!.text, /earlier reply is kept/);
 
   // A stopped ask leaves an unsaved turn; a finished edit replaces the kept one and it.
   feed(

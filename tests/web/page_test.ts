@@ -29,7 +29,7 @@ import {
   type Received,
   SocketClient,
 } from "../support/socket_client.ts";
-import { WebProcess } from "../support/web_harness.ts";
+import { greeted, WebProcess } from "../support/web_harness.ts";
 
 /** The page's globals, as the functions run in the browser see them. */
 interface BrowserElement {
@@ -105,12 +105,7 @@ async function openCanvas(
   web: WebProcess,
 ): Promise<Page> {
   const page = await browser.page(web.url);
-  await page.waitForFunction(
-    () =>
-      (globalThis as { daCanvas?: { model: { greeted: boolean } } })
-        .daCanvas?.model.greeted === true,
-    POLL,
-  );
+  await greeted(page);
   return page;
 }
 

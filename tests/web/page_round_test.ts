@@ -1,0 +1,279 @@
+/**
+ * The page's side of SPEC section 12 in a real Chromium, against a
+ * scripted daemon sending the events docs/protocol.md defines: code blocks
+ * (highlighted, labelled, copied), the model's short name, each
+ * conversation's own meter, a daemon that is down, "answering…", search
+ * marks, the newest turn in view, a turn's timings, the summary and the
+ * microphone.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { Page } from "puppeteer-core";
+import { TestBrowser } from "../support/browser.ts";
+import { PAGE_POLL, WebProcess } from "../support/web_harness.ts";
+import { MODEL_PATH, RICH_REPLY } from "./conversation_fixture.ts";
+import { overflows } from "./measure.ts";
+import { hidden, pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
+
+/** Runs a script in the page and returns its value as `T`. */
+async function run<T>(page: Page, script: string): Promise<T> {
+  return await page.evaluate(script) as T;
+}
+
+pageTest(
+  "a code block is highlighted under its language, and Copy puts its text on the clipboard",
+  async () => {
+    await using s = await stack({
+      id: 2,
+      turns: [{ user: "Sort?", reply: RICH_REPLY, tools: [] }],
+    });
+    const { page, browser, web } = s;
+    await shows(page, ".turn.last .code-lang", "python");
+    assert.ok(
+      await run<number>(
+        page,
+        `document.querySelectorAll(".turn.last .hljs-keyword").length`,
+      ) > 0,
+      "keywords are highlighted",
+    );
+    await browser.browser.defaultBrowserContext().overridePermissions(
+      web.origin,
+      ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"],
+    );
+    await page.click(".turn.last .code-block .copy");
+    await shows(page, ".turn.last .code-block .copy", "Copied");
+    const copied = await run<string>(page, `navigator.clipboard.readText()`);
+    assert.match(copied, /^people = \[/);
+    assert.match(copied, /# list\.sort\(\) sorts in place instead\n$/);
+    // Task list items are checkboxes.
+    assert.deepEqual(
+      await run<boolean[]>(
+        page,
+        `[...document.querySelectorAll(".turn.last input.task-box")].map((box) => box.checked && box.disabled)`,
+      ),
+      [true, false],
+    );
+  },
+);
+
+pageTest(
+  "the header names the model by its short name, the full path in its tooltip",
+  async () => {
+    await using s = await stack({
+      model: MODEL_PATH,
+      backend: {
+        state: "up",
+        url: "http://127.0.0.1:8080",
+        model: MODEL_PATH,
+        ctx_max: 8192,
+        message: null,
+      },
+    });
+    const { page } = s;
+    await shows(page, "#backend", "Qwen3-8B-Q4_K_M · ready");
+    assert.doesNotMatch(
+      await run<string>(page, `document.getElementById("backend").textContent`),
+      /models|gguf/,
+    );
+    assert.match(
+      await run<string>(page, `document.getElementById("backend").title`),
+      new RegExp(MODEL_PATH.replaceAll(".", "\\.")),
+    );
+  },
+);
+
+pageTest(
+  "a new conversation shows no meter from the one before, and the state says answering once tokens come",
+  async () => {
+    await using s = await stack({
+      id: 1,
+      turns: [{ user: "a", reply: "b", tools: [] }],
+      ctx_used: 3000,
+      ctx_max: 4096,
+      ctx_sent: 1,
+      ctx_total: 1,
+    });
+    const { page, daemon } = s;
+    await shows(page, "#ctx-text", "context 3,000 / 4,096");
+    await daemon.send({ type: "conversation", id: null, turns: [] });
+    await page.waitForFunction(
+      `document.getElementById("ctx").hidden === true`,
+      POLL,
+    );
+    await daemon.send(
+      { type: "user", text: "Hello?" },
+      { type: "state", state: "thinking" },
+      { type: "think", delta: "Let me see." },
+    );
+    await shows(page, "#state", "thinking…");
+    await daemon.send({ type: "token", delta: "Hi" });
+    await shows(page, "#state", "answering…");
+    await daemon.send(
+      {
+        type: "done",
+        id: 8,
+        stopped: false,
+        timings: {
+          prompt_n: 12,
+          cache_n: 300,
+          predicted_n: 20,
+          prompt_ms: 400,
+          predicted_ms: 1000,
+        },
+      },
+      { type: "ctx", used: 332, max: 4096, sent: 0, total: 0, summarized: 0 },
+      { type: "state", state: "idle" },
+    );
+    await shows(page, "#ctx-text", "context 332 / 4,096");
+    await shows(
+      page,
+      ".turn.last .figures",
+      "20 tokens/s · 20 tokens · prompt: 12 read, 300 reused in 0.4 s",
+    );
+    await shows(page, "#state", "idle");
+  },
+);
+
+pageTest(
+  "a daemon that is not running says so, not that there are no conversations",
+  async () => {
+    const home = await Deno.makeTempDir({ prefix: "da-web-down-" });
+    try {
+      const runtime = join(home, "run");
+      await Deno.mkdir(runtime, { mode: 0o700 });
+      await using web = await WebProcess.start(
+        join(runtime, "desktop-assistant.sock"),
+        runtime,
+      );
+      await using browser = await TestBrowser.launch();
+      // On a phone, where the long reason must still fit.
+      const page = await browser.page(web.url, { width: 390, height: 844 });
+      await shows(page, "#connection", "no daemon answers");
+      await shows(page, "#log", "The daemon is not running");
+      assert.deepEqual(await overflows(page), []);
+      await page.click("#menu");
+      await shows(page, "#list", "The daemon is not running");
+      await shows(page, "#log", "deno task start");
+      await shows(page, "#connection", "disconnected");
+      assert.doesNotMatch(
+        await run<string>(page, `document.body.innerText`),
+        /No conversations yet/,
+      );
+    } finally {
+      await Deno.remove(home, { recursive: true });
+    }
+  },
+);
+
+pageTest(
+  "search results are marked from marks, so a reply's own bold is not a match",
+  async () => {
+    await using s = await stack({});
+    const { page, daemon } = s;
+    await page.focus("#search");
+    await page.keyboard.type("sorted");
+    const search = await daemon.command("search");
+    const text = "Use **`sorted()`** to get a new list";
+    await daemon.send({
+      type: "results",
+      items: [{
+        id: 3,
+        title: "Sorting",
+        snippet: "Use ****`**sorted**()`**** to get a new list",
+        text,
+        marks: [[7, 13]],
+      }],
+      ref: search.ref,
+    });
+    await shows(page, "#list .conv-snippet", text);
+    assert.deepEqual(
+      await run<string[]>(
+        page,
+        `[...document.querySelectorAll("#list mark")].map((m) => m.textContent)`,
+      ),
+      ["sorted"],
+    );
+  },
+);
+
+pageTest(
+  "an opened conversation shows its newest turn; the summary sits collapsed above the turns and changes live",
+  async () => {
+    const turns = Array.from({ length: 12 }, (_, i) => ({
+      user: `Question ${i + 1}`,
+      reply: `A reply long enough to take room.\n\n${"- a point\n".repeat(6)}`,
+      tools: [],
+    }));
+    await using s = await stack({});
+    const { page, daemon } = s;
+    await daemon.send({
+      type: "conversation",
+      id: 4,
+      turns,
+      summary: { text: "Questions 1 to 6 were about points.", turns: 6 },
+    });
+    await shows(page, ".turn.last .question", "Question 12");
+    const inView = await run<boolean>(
+      page,
+      `(() => {
+        const log = document.getElementById("log").getBoundingClientRect();
+        const q = document.querySelector(".turn.last .question").getBoundingClientRect();
+        return q.top >= log.top - 1 && q.bottom <= log.bottom + 1;
+      })()`,
+    );
+    assert.ok(inView, "the newest question is in view");
+    await shows(page, ".summary-block summary", "Summary of the first 6 turns");
+    assert.equal(
+      await run<boolean>(page, `document.querySelector(".summary-block").open`),
+      false,
+    );
+    assert.equal(
+      await run<boolean>(
+        page,
+        `document.querySelector("#log").firstElementChild.classList.contains("summary-block")`,
+      ),
+      true,
+    );
+    await daemon.send({
+      type: "summary",
+      id: 4,
+      text: "Questions 1 to 8 were about points.",
+      turns: 8,
+    });
+    await shows(page, ".summary-block summary", "Summary of the first 8 turns");
+    await shows(page, ".summary-block .summary-text", "1 to 8");
+  },
+);
+
+pageTest(
+  "the microphone toggles listening through the daemon, shows its state, and an older daemon disables it",
+  async () => {
+    await using s = await stack({ listening: false });
+    const { page, daemon } = s;
+    assert.equal(await hidden(page, "#listen"), false);
+    await page.click("#listen");
+    const on = await daemon.command("listen");
+    assert.equal(on.on, true);
+    await daemon.send({ type: "listening", on: true, ref: on.ref });
+    await page.waitForFunction(
+      `document.getElementById("listen").getAttribute("aria-pressed") === "true"`,
+      POLL,
+    );
+    await shows(page, "#listen", "Listening");
+    await page.click("#listen");
+    const off = await daemon.command("listen");
+    assert.equal(off.on, false);
+    // An older daemon does not know the command.
+    await daemon.send({
+      type: "error",
+      message: "unknown command listen",
+      code: "unknown_command",
+      ref: off.ref,
+    });
+    await page.waitForFunction(
+      `document.getElementById("listen").disabled === true`,
+      PAGE_POLL,
+    );
+    await shows(page, "#notices", "This daemon cannot listen");
+  },
+);

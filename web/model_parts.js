@@ -1,0 +1,232 @@
+// @ts-check
+/**
+ * The pieces the page's model is made of: the shapes it keeps and the
+ * checks that turn what the daemon sent into them. No DOM here, so a test
+ * run outside a browser can use it.
+ */
+
+/**
+ * An event as the daemon sent it, parsed but unchecked: each field is
+ * checked where it is read, since an older or newer daemon may send less or
+ * more.
+ * @typedef {{type: string} & Record<string, any>} WireEvent
+ */
+/** @typedef {{name: string, done?: boolean, allowed?: boolean}} ToolMark */
+/**
+ * What llama-server reported for a turn (`done.timings`), summed over the
+ * turn's requests: prompt tokens read and reused, reply tokens, and the
+ * time each took.
+ * @typedef {{prompt_n: number, cache_n: number, predicted_n: number,
+ *   prompt_ms: number, predicted_ms: number}} Timings
+ */
+/**
+ * A turn shown in the conversation. `truncatedBy` says what cut a
+ * truncated reply short (`context` or `max_tokens`) when the daemon says;
+ * `code` is a failed turn's error code.
+ * @typedef {{user: string, reply: string, think: string, tools: ToolMark[],
+ *   status: null | "stopped" | "truncated" | "error", error?: string,
+ *   code?: string, truncatedBy?: string, timings?: Timings}} Turn
+ */
+/**
+ * The reply in flight. `key` is the conversation it belongs to as the page
+ * tells them apart; `id` its number when known (null for one its `done`
+ * will create).
+ * @typedef {{key: string, id: number | null, user: string, reply: string,
+ *   think: string, tools: ToolMark[], replaces: boolean}} Pending
+ */
+/** @typedef {{text: string, turns: number}} Summary */
+/**
+ * The conversation shown: `key` tells apart unsaved ones.
+ * @typedef {{key: string, id: number | null, private: boolean, turns: Turn[],
+ *   summary: Summary | null}} Shown
+ */
+/**
+ * The context meter of one conversation, as its last reply left it.
+ * @typedef {{used: number | null, max: number | null, sent: number | null,
+ *   total: number | null, summarized: number | null}} Ctx
+ */
+/**
+ * llama-server as the daemon last found it.
+ * @typedef {{state: string, url: string | null, model: string | null,
+ *   ctx_max: number | null, message: string | null}} Backend
+ */
+/** @typedef {{call: string, tool: string, args: unknown}} Confirm */
+/** @typedef {{id: number, title: string, updated?: number}} Listed */
+/**
+ * A search result: `marks` are `[start, end]` UTF-16 offsets of the matches
+ * in `text`; without them, `snippet` marks its matches with `**`.
+ * @typedef {{id: number, title: string, snippet: string,
+ *   text?: string, marks?: [number, number][]}} Hit
+ */
+/** @typedef {{text: string, kind: "info" | "error"}} Notice */
+
+/** Whether the daemon keeps this turn: a stopped or failed one is only shown. */
+export function isStored(/** @type {Turn} */ turn) {
+  return turn.status !== "stopped" && turn.status !== "error";
+}
+
+/**
+ * The reply in flight: what `user`, `think`, `token` and `tool` built so far.
+ * @param {string} key
+ * @param {number | null} id
+ * @param {string} user
+ * @param {boolean} replaces
+ * @returns {Pending}
+ */
+export function newPending(key, id, user, replaces) {
+  return { key, id, user, reply: "", think: "", tools: [], replaces };
+}
+
+/** Tool names as the daemon lists them, each a finished mark. */
+export function toolMarks(/** @type {unknown} */ tools) {
+  return (Array.isArray(tools) ? tools : []).map(
+    /** @returns {ToolMark} */ (name) => ({ name: String(name), done: true }),
+  );
+}
+
+/**
+ * A stored turn from `hello.turns` or `conversation.turns`.
+ * @param {any} turn
+ * @returns {Turn}
+ */
+export function storedTurn(turn) {
+  return {
+    user: String(turn?.user ?? ""),
+    reply: String(turn?.reply ?? ""),
+    think: "",
+    tools: toolMarks(turn?.tools),
+    status: null,
+  };
+}
+
+/** A finite number, else null. */
+export function numberOrNull(/** @type {unknown} */ value) {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
+/**
+ * `done.timings` when it has every figure, else null.
+ * @param {unknown} value
+ * @returns {Timings | null}
+ */
+export function timingsOf(value) {
+  if (value === null || typeof value !== "object") return null;
+  const fields = /** @type {const} */ ([
+    "prompt_n",
+    "cache_n",
+    "predicted_n",
+    "prompt_ms",
+    "predicted_ms",
+  ]);
+  const record = /** @type {Record<string, unknown>} */ (value);
+  /** @type {Record<string, number>} */
+  const out = {};
+  for (const field of fields) {
+    const figure = numberOrNull(record[field]);
+    if (figure === null || figure < 0) return null;
+    out[field] = figure;
+  }
+  return /** @type {Timings} */ (out);
+}
+
+/**
+ * A conversation's summary (`conversation.summary`, the `summary` event),
+ * or null when it has none.
+ * @param {unknown} value
+ * @returns {Summary | null}
+ */
+export function summaryOf(value) {
+  if (value === null || typeof value !== "object") return null;
+  const { text, turns } = /** @type {Record<string, unknown>} */ (value);
+  if (typeof text !== "string" || text.trim() === "") return null;
+  const covered = numberOrNull(turns);
+  return { text, turns: covered === null ? 0 : Math.max(0, covered) };
+}
+
+/**
+ * A search result as the page draws it; `marks` kept only when each lies
+ * within `text`, in order and apart.
+ * @param {any} item
+ * @returns {Hit}
+ */
+export function hitOf(item) {
+  /** @type {Hit} */
+  const hit = {
+    id: Number(item?.id),
+    title: String(item?.title ?? ""),
+    snippet: String(item?.snippet ?? ""),
+  };
+  const text = item?.text;
+  const marks = item?.marks;
+  if (typeof text !== "string" || !Array.isArray(marks)) return hit;
+  /** @type {[number, number][]} */
+  const kept = [];
+  let at = 0;
+  for (const mark of marks) {
+    const [start, end] = Array.isArray(mark) ? mark : [];
+    if (
+      !Number.isInteger(start) || !Number.isInteger(end) || start < at ||
+      end <= start || end > text.length
+    ) {
+      return hit;
+    }
+    kept.push([start, end]);
+    at = end;
+  }
+  return { ...hit, text, marks: kept };
+}
+
+/** Whether a value is a tool call waiting for approval. */
+function isConfirm(/** @type {any} */ value) {
+  return value !== null && typeof value === "object" &&
+    value.call !== undefined;
+}
+
+/**
+ * A `confirm` event or hello field as the model keeps it.
+ * @param {any} value
+ * @returns {Confirm}
+ */
+export function confirmOf(value) {
+  return { call: value.call, tool: value.tool, args: value.args };
+}
+
+/**
+ * The tool call a `hello` says waits for approval: `hello.confirm`, sent
+ * whichever conversation the reply belongs to, else `hello.pending.confirm`
+ * (a daemon without the first).
+ * @param {WireEvent} event
+ * @returns {Confirm | null}
+ */
+export function helloConfirm(event) {
+  if (isConfirm(event.confirm)) return confirmOf(event.confirm);
+  if (isConfirm(event.pending?.confirm)) {
+    return confirmOf(event.pending.confirm);
+  }
+  return null;
+}
+
+/**
+ * The context figures of a `ctx` event or a `hello`'s `ctx_*` fields.
+ * @param {Record<string, unknown>} fields
+ * @returns {Ctx}
+ */
+export function ctxOf(fields) {
+  return {
+    used: numberOrNull(fields.used),
+    max: numberOrNull(fields.max),
+    sent: numberOrNull(fields.sent),
+    total: numberOrNull(fields.total),
+    summarized: numberOrNull(fields.summarized),
+  };
+}
+
+/**
+ * A model's short name: its file name without the folder and `.gguf`.
+ * @param {string} name
+ */
+export function shortModelName(name) {
+  const file = name.split(/[\\/]/).filter((part) => part !== "").at(-1) ??
+    name;
+  return file.replace(/\.gguf$/i, "") || name;
+}
