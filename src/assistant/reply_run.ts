@@ -251,6 +251,11 @@ export class ReplyRunner {
     log.warn("reply failed", { gen: reply.gen, error: reason });
     o.emit({
       type: "error",
+      code: error instanceof AssistantError
+        ? error.code ?? "reply_failed"
+        : o.shutdown.aborted
+        ? "shutting_down"
+        : "reply_failed",
       message,
       turn: true,
       ...refField(reply.ref),

@@ -51,7 +51,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function malformed(cause?: unknown): AssistantError {
   return new AssistantError(
     "malformed stream",
-    cause === undefined ? undefined : { cause },
+    cause === undefined
+      ? { code: "malformed_stream" }
+      : { cause, code: "malformed_stream" },
   );
 }
 
@@ -116,6 +118,7 @@ function chunkDeltas(chunk: unknown): Delta[] {
       : String(chunk.error);
     throw new AssistantError(`llama-server error: ${message}`, {
       quoted: message,
+      code: "llama_error",
       cause: new Error(
         `Error chunk type=${String(error.type)} code=${String(error.code)}`,
       ),
@@ -180,7 +183,9 @@ export class ChatDeltaStream
         for (const delta of chunkDeltas(chunk)) c.enqueue(delta);
       },
       flush() {
-        throw new AssistantError("llama-server closed the stream early");
+        throw new AssistantError("llama-server closed the stream early", {
+          code: "stream_closed_early",
+        });
       },
       cancel(reason) {
         // Upstream failed (the body broke off) or the reader cancelled; name a
@@ -199,6 +204,7 @@ export class ChatDeltaStream
         controller.error(
           new AssistantError("llama-server closed the stream early", {
             cause: reason,
+            code: "stream_closed_early",
           }),
         );
       },
@@ -331,6 +337,7 @@ export function deltaStream(
         signal: options.signal,
         stalled: (ms) =>
           new AssistantError("llama-server stalled", {
+            code: "llama_stalled",
             cause: new DOMException(`No data for ${ms} ms`, "TimeoutError"),
           }),
       }),

@@ -16,13 +16,11 @@ import { clearSocketPath, removeQuietly } from "./socket_path.ts";
 import { describeError, log } from "../base/log.ts";
 import {
   type Command,
-  encodeEvent,
-  type Event,
   MAX_LINE_BYTES,
-  parseCommand,
-  type Ref,
-  refField,
-} from "../protocol/protocol.ts";
+  parseLine,
+  type Refusal,
+} from "../protocol/commands.ts";
+import { encodeEvent, type Event, refField } from "../protocol/events.ts";
 
 /** What the server needs from the daemon's brain. */
 export interface Brain {
@@ -237,6 +235,7 @@ export class Server implements AsyncDisposable {
       log.warn("client refused", { client: id, max: this.#maxClients });
       client.send(encodeEvent({
         type: "error",
+        code: "too_many_clients",
         message: `too many clients (max ${this.#maxClients})`,
       }));
       client.end();
@@ -271,7 +270,11 @@ export class Server implements AsyncDisposable {
         if (next.done) break;
         const chunk = next.value;
         if ("tooLong" in chunk) {
-          this.#badLine(client, chunk.tooLong, "too long", "line too long");
+          this.#badLine(client, chunk.tooLong, {
+            ok: false,
+            code: "line_too_long",
+            message: "line too long",
+          });
           continue;
         }
         const command = this.#parse(client, chunk.line);
@@ -318,37 +321,40 @@ export class Server implements AsyncDisposable {
     try {
       text = utf8.decode(line);
     } catch {
-      this.#badLine(client, line.length, "utf8", "bad command");
+      this.#badLine(
+        client,
+        line.length,
+        { ok: false, code: "bad_command", message: "bad command" },
+        "utf8",
+      );
       return null;
     }
     if (text.trim() === "") return null;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      this.#badLine(client, line.length, "json", "bad command");
-      return null;
-    }
-    const parsed = parseCommand(value);
+    const parsed = parseLine(text);
     if (!parsed.ok) {
-      const reason = parsed.message.startsWith("unknown command")
-        ? "unknown"
-        : "shape";
-      this.#badLine(client, line.length, reason, parsed.message, parsed.ref);
+      this.#badLine(client, line.length, parsed);
       return null;
     }
     return parsed.command;
   }
 
+  /** Answers a malformed line; the log names its length and code, never its content. */
   #badLine(
     client: Client,
     bytes: number,
-    reason: string,
-    message: string,
-    ref?: Ref,
+    refusal: Refusal,
+    reason?: string,
   ): void {
-    log.warn("bad line", { client: client.id, bytes, reason });
-    client.send(encodeEvent({ type: "error", message, ...refField(ref) }));
+    const { code, message, ref } = refusal;
+    log.warn("bad line", {
+      client: client.id,
+      bytes,
+      code,
+      ...(reason ? { reason } : {}),
+    });
+    client.send(
+      encodeEvent({ type: "error", code, message, ...refField(ref) }),
+    );
   }
 
   /** Runs a command; an error becomes the asker's answer, with the command's ref. */
@@ -357,15 +363,25 @@ export class Server implements AsyncDisposable {
     try {
       return await this.#brain.handle(command);
     } catch (error) {
-      if (error instanceof AssistantError) {
-        return { type: "error", message: error.message, ...ref };
+      if (error instanceof AssistantError && error.code !== undefined) {
+        return {
+          type: "error",
+          code: error.code,
+          message: error.message,
+          ...ref,
+        };
       }
       log.error("command failed", {
         client: client.id,
         type: command.type,
         error: describeError(error),
       });
-      return { type: "error", message: `${command.type} failed`, ...ref };
+      return {
+        type: "error",
+        code: "command_failed",
+        message: `${command.type} failed`,
+        ...ref,
+      };
     }
   }
 }

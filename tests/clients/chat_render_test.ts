@@ -46,13 +46,18 @@ Deno.test("--no-think hides reasoning entirely", () => {
 Deno.test("colours: reasoning dimmed, errors red; none without colours", () => {
   const colored = render([
     { type: "think", delta: "hmm" },
-    { type: "error", message: "llama-server stalled", turn: true },
+    {
+      type: "error",
+      code: "llama_stalled",
+      message: "llama-server stalled",
+      turn: true,
+    },
   ], { colors: true, think: true, clearOnSwitch: false });
   assert.equal(
     colored,
     "\x1b[2mhmm\x1b[0m\n\x1b[31merror: llama-server stalled\x1b[0m\n",
   );
-  const plain = render([{ type: "error", message: "bad id" }]);
+  const plain = render([{ type: "error", code: "bad_id", message: "bad id" }]);
   assert.equal(plain, "error: bad id\n");
 });
 

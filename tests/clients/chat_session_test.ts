@@ -140,11 +140,21 @@ Deno.test("/edit with text, /retry, /rename, /private and their usage lines", ()
     text: "Better words",
     ref: "ref-1",
   });
-  chat.onEvent({ type: "error", message: "nothing to retry", ref: "ref-1" });
+  chat.onEvent({
+    type: "error",
+    code: "nothing_to_retry",
+    message: "nothing to retry",
+    ref: "ref-1",
+  });
   assert.equal(chat.ready, true);
   chat.submit("/retry");
   assert.deepEqual(sent.at(-1), { type: "retry", ref: "ref-2" });
-  chat.onEvent({ type: "error", message: "nothing to retry", ref: "ref-2" });
+  chat.onEvent({
+    type: "error",
+    code: "nothing_to_retry",
+    message: "nothing to retry",
+    ref: "ref-2",
+  });
   chat.submit("/rename 4 Trip to   Lisbon");
   assert.deepEqual(sent.at(-1), {
     type: "rename",
