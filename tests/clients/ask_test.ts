@@ -401,6 +401,16 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     words: ["--json"],
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);
+  assert.throws(() => parseAskArgs(["why", "-x"]), /Unknown option -x/);
+  assert.throws(() => parseAskArgs(["--json=no"]), /--json takes no value/);
+  // Flags anywhere before `--`; a lone `-` is a word.
+  assert.deepEqual(parseAskArgs(["why", "--json", "-"]), {
+    think: false,
+    json: true,
+    yes: false,
+    render: false,
+    words: ["why", "-"],
+  });
 });
 
 const weatherCall = (place: string) =>
@@ -705,4 +715,22 @@ Deno.test("ask --yes allows the calls of its own turn only, not a call another c
   assert.equal(decisions[1]!.allow, true);
   assert.notEqual(decisions[1]!.call, theirs);
   assert.deepEqual(await runs(tools.dir), ["Mine"]);
+});
+
+Deno.test("ask says the daemon shut down when a shutdown stops its reply, and exits 2", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(hold(["Start"]));
+  await using daemon = await startDaemon(llm.url);
+  await using ask = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["ask", "Go"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  await ask.waitFor("Start");
+  await daemon.stop();
+  assert.equal(await ask.exit(), 2);
+  assert.equal(ask.stdout, "Start\n");
+  assert.equal(
+    ask.stderr,
+    "The reply was stopped before it ended: the daemon shut down.\n",
+  );
 });
