@@ -2,7 +2,8 @@
  * Chat's slash commands: `/help`'s text, each typed command read into what
  * it asks for (pure), and carried out through the session's few means.
  */
-import type { Command } from "../protocol/commands.ts";
+import type { ChatState } from "./chat_state.ts";
+import type { ClientCommand } from "./client.ts";
 import type { IndentedLine } from "./chat_lines.ts";
 import type { Renderer } from "./chat_render.ts";
 
@@ -34,6 +35,14 @@ const COMMANDS: [string, string][] = [
     "show conversation N as Markdown, or write it to a new file (.json: JSON)",
   ],
   ["/delete N", "delete conversation N"],
+  [
+    "/summary",
+    "the summary of the earlier turns the model is no longer sent whole",
+  ],
+  [
+    "/talk",
+    "start or stop listening: the voice client records your question (the prompt says listening meanwhile)",
+  ],
   ["/raw", "replies as sent, or their Markdown drawn again"],
   ["/help", "this help; /quit leaves"],
 ];
@@ -43,7 +52,8 @@ const NOTES = [
   "A tool call that needs approval asks run TOOL {args}? [y/N]: y runs it, n or Enter declines (the model is told); any client may answer.",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
   "chat --raw starts with replies as sent; ask --render draws Markdown too.",
-  "A dim 'context used/size · S of T turns' line: the model was sent only the S newest of T earlier turns, so the conversation fits its context.",
+  "A dim 'context used/size · S of T turns' line: the model was sent only the S newest of T earlier turns, so the conversation fits its context (the older ones in a summary, when the daemon keeps one).",
+  "A dim 'N tokens/s · prompt R read, C reused' line after a reply: how fast it came, and how much of the prompt llama-server read anew or took from its cache.",
 ];
 
 /** Columns of the command names in `/help`, where the screen is wide enough for two columns. */
@@ -70,7 +80,10 @@ export function helpLines(width: number): IndentedLine[] {
 export type Waiting =
   | { kind: "list" | "search" | "open" | "new" | "rename" | "turn" }
   | { kind: "delete"; id: number }
-  | { kind: "export"; file: string | null };
+  | { kind: "export"; file: string | null }
+  /** `/summary` of a conversation this chat has not seen summarised: from its JSON export. */
+  | { kind: "summary" }
+  | { kind: "listen" };
 
 /** What a typed `/command` asks for. */
 export type ChatAction =
@@ -81,9 +94,12 @@ export type ChatAction =
   | { kind: "usage"; text: string }
   | { kind: "unknown"; name: string }
   /** A command for the daemon, and what the prompt waits for. */
-  | { kind: "request"; wait: Waiting; command: Command }
+  | { kind: "request"; wait: Waiting; command: ClientCommand }
   /** `/edit` alone: the last question goes on the line. */
-  | { kind: "edit" };
+  | { kind: "edit" }
+  | { kind: "summary" }
+  /** `/talk`: listening on when off, off when on. */
+  | { kind: "talk" };
 
 function numberOf(word: string | undefined): number | null {
   if (word === undefined || !/^\d+$/.test(word)) return null;
@@ -100,7 +116,7 @@ export function parseSlash(text: string): ChatAction {
     kind: "usage",
     text: `usage: ${what}`,
   });
-  const request = (wait: Waiting, command: Command): ChatAction => ({
+  const request = (wait: Waiting, command: ClientCommand): ChatAction => ({
     kind: "request",
     wait,
     command,
@@ -111,6 +127,10 @@ export function parseSlash(text: string): ChatAction {
       return { kind: "help" };
     case "/raw":
       return { kind: "raw" };
+    case "/summary":
+      return { kind: "summary" };
+    case "/talk":
+      return { kind: "talk" };
     case "/quit":
     case "/exit":
       return { kind: "quit" };
@@ -121,7 +141,10 @@ export function parseSlash(text: string): ChatAction {
     case "/list": {
       const limit = rest === "" ? LIST_LIMIT : id;
       if (limit === null || limit < 1) return usage("/list [N]");
-      const command: Command = { type: "list", limit: Math.min(limit, 10_000) };
+      const command: ClientCommand = {
+        type: "list",
+        limit: Math.min(limit, 10_000),
+      };
       return request({ kind: "list" }, command);
     }
     case "/open":
@@ -175,11 +198,11 @@ export interface CommandHost {
   /** Shows text above the prompt. */
   print(text: string): void;
   /** Sends a command with a fresh ref; the prompt waits as `wait` says. */
-  request(wait: Waiting, command: Command): void;
+  request(wait: Waiting, command: ClientCommand): void;
+  /** What the chat knows of the shared state. */
+  readonly shared: ChatState;
   /** Lines are edited in a terminal; piped ones are not. */
   readonly canEdit: boolean;
-  /** The current conversation's last stored question. */
-  readonly lastQuestion: string | null;
   /** Puts a question on the line to change; Enter sends it as `edit`. */
   edit(line: string): void;
   /** Ends the chat. */
@@ -219,12 +242,32 @@ export function runSlash(text: string, host: CommandHost): void {
           "usage: /edit new question (in a terminal, /edit alone puts the last question on the line)",
         ));
       }
-      const last = host.lastQuestion;
+      const last = host.shared.lastQuestion;
       if (last === null) {
         return host.print(renderer.error("nothing to edit: no question yet"));
       }
       // A question that starts with / was typed as //.
       return host.edit(last.startsWith("/") ? `/${last}` : last);
     }
+    case "summary": {
+      const { summary, id } = host.shared;
+      if (summary !== undefined) return host.print(renderer.summary(summary));
+      // Connected after it was made: a saved conversation's export has it.
+      if (id === null) {
+        return host.print(renderer.info(
+          "no summary seen yet: one shows here once it is made",
+        ));
+      }
+      return host.request({ kind: "summary" }, {
+        type: "export",
+        id,
+        format: "json",
+      });
+    }
+    case "talk":
+      return host.request({ kind: "listen" }, {
+        type: "listen",
+        on: !host.shared.listening,
+      });
   }
 }

@@ -3,6 +3,7 @@
  * replacing one, and what to say when it cannot be written.
  */
 import { isAbsolute, join } from "node:path";
+import type { Renderer } from "./chat_render.ts";
 
 /** Writes an exported conversation to a new file. */
 export type WriteFile = (path: string, text: string) => Promise<void>;
@@ -27,4 +28,19 @@ export function writeProblem(path: string, error: unknown): string {
   return `cannot write ${path}: ${
     error instanceof Error ? error.message : String(error)
   }`;
+}
+
+/** An export of ours: shown as it is, or written to its file and then the line that says how that went. */
+export function exported(
+  renderer: Renderer,
+  event: { id: number; text: string },
+  file: string | null,
+  options: { dir: string | null; writeFile: WriteFile },
+): string | Promise<string> {
+  if (file === null) return renderer.block(event.text);
+  const path = exportPath(file, options.dir);
+  return options.writeFile(path, event.text).then(
+    () => renderer.info(`wrote #${event.id} to ${path}`),
+    (error) => renderer.error(writeProblem(path, error)),
+  );
 }

@@ -135,6 +135,20 @@ export function timingsText(timings: Timings): string | null {
   return parts.length === 0 ? null : parts.join(" · ");
 }
 
+/** The note when a summary is made or grows. */
+export function summaryNote(turns: number): string {
+  return `[the summary now covers ${turns} earlier turn${
+    turns === 1 ? "" : "s"
+  } · /summary shows it]`;
+}
+
+/** What the listening sign says when it changes. */
+export function listeningNote(on: boolean): string {
+  return on
+    ? "[listening: speak your question; /talk stops]"
+    : "[listening off]";
+}
+
 /** The `conversations` answer, a line per conversation. */
 export function conversationLines(
   items: ConversationItem[],

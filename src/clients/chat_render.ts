@@ -4,20 +4,27 @@
  * and the status lines (chat_lines.ts), all fitted to the screen's width
  * (chat_screen.ts). Pure: it returns text and tracks the column.
  */
-import type { BackendView, Event, TurnView } from "../protocol/events.ts";
+import type {
+  BackendView,
+  Event,
+  SummaryView,
+  TurnView,
+} from "../protocol/events.ts";
 import {
   backendText,
   conversationLines,
   headerParts,
   type IndentedLine,
+  listeningNote,
   meterText,
   oneLine,
   resultLines,
   type StyleName,
+  summaryNote,
 } from "./chat_lines.ts";
 import { ChatScreen } from "./chat_screen.ts";
 import { type MarkdownDrawing, TurnRenderer } from "./chat_turn.ts";
-import { packParts } from "./line_wrap.ts";
+import { packParts, READABLE_COLUMNS, wrapLine } from "./line_wrap.ts";
 import { sanitize } from "./terminal_text.ts";
 
 export { sanitize };
@@ -132,7 +139,13 @@ export class Renderer {
       case "done":
         return turn.done(event);
       case "ctx": {
-        const meter = meterText(event.used, event.max, event.sent, event.total);
+        const meter = meterText(
+          event.used,
+          event.max,
+          event.sent,
+          event.total,
+          event.summarized,
+        );
         return meter === null ? "" : turn.endSection() + screen.dimLine(meter);
       }
       case "error":
@@ -156,6 +169,8 @@ export class Renderer {
         return turn.endSection() + this.hello(event);
       case "backend":
         return this.#backendLine(event);
+      case "listening":
+        return turn.endSection() + screen.dimLine(listeningNote(event.on));
       default:
         return "";
     }
@@ -200,6 +215,31 @@ export class Renderer {
   /** Moves to the start of a line if not there. */
   endLine(): string {
     return this.#screen.endLine();
+  }
+
+  /** The note that the conversation shown has a new summary. */
+  summaryMade(view: SummaryView): string {
+    return this.#turn.endSection() +
+      this.#screen.dimLine(summaryNote(view.turns));
+  }
+
+  /** `/summary`: the summary of the conversation shown, or that it has none. */
+  summary(view: SummaryView | null): string {
+    const screen = this.#screen;
+    const out = this.#turn.endSection();
+    if (view === null) {
+      return out +
+        screen.dimLine(
+          "no summary: the model is sent this conversation's turns as they are",
+        );
+    }
+    const turns = `${view.turns} earlier turn${view.turns === 1 ? "" : "s"}`;
+    const text = wrapLine(
+      sanitize(view.text).trim(),
+      Math.min(screen.width, READABLE_COLUMNS),
+    );
+    return out + screen.dimLine(`summary of the ${turns}:`) +
+      screen.write(`${text.join("\n")}\n`);
   }
 
   /** The backend's state when what the line says changed (its url or context size alone do not show). */

@@ -6,18 +6,12 @@
  */
 import type { ListContext, Renderer } from "./chat_render.ts";
 import { runSlash, type Waiting } from "./chat_commands.ts";
-import {
-  exportPath,
-  type WriteFile,
-  writeNewFile,
-  writeProblem,
-} from "./chat_export.ts";
-import { type DaemonClient, START_HINT } from "./client.ts";
+import { exported, type WriteFile, writeNewFile } from "./chat_export.ts";
+import { type ClientCommand, type DaemonClient, START_HINT } from "./client.ts";
 import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
-import type { Command } from "../protocol/commands.ts";
 import type { Event, Ref } from "../protocol/events.ts";
-import { ChatState } from "./chat_state.ts";
+import { ChatState, exportedSummary } from "./chat_state.ts";
 
 export type { WriteFile } from "./chat_export.ts";
 
@@ -163,6 +157,26 @@ export class ChatSession {
         break;
       case "export":
         if (mine?.kind === "export") this.#exported(event, mine);
+        if (mine?.kind === "summary") {
+          const summary = exportedSummary(event.text);
+          if (this.#shared.id === event.id) this.#shared.summary = summary;
+          this.#print(this.renderer.summary(summary));
+          this.#refresh();
+          return;
+        }
+        break;
+      case "summary":
+        if (this.#shared.isCurrent(event.id)) {
+          this.#print(this.renderer.summaryMade(event));
+        }
+        this.#refresh();
+        return;
+      case "listening":
+        // An answer without a ref still ends the wait for one.
+        if (event.ref === undefined) {
+          const wait = this.#awaiting.findIndex((w) => w.kind === "listen");
+          if (wait !== -1) this.#awaiting.splice(wait, 1);
+        }
         break;
       case "error":
         // Another client answered that call first: its answer stands.
@@ -191,20 +205,17 @@ export class ChatSession {
     event: Extract<Event, { type: "export" }>,
     item: Awaiting & { kind: "export" },
   ): void {
-    const done = () => {
+    const done = (text: string) => {
+      this.#print(text);
       this.#awaiting.splice(this.#awaiting.indexOf(item), 1);
       this.#refresh();
     };
-    if (item.file === null) {
-      this.#print(this.renderer.block(event.text));
-      done();
-      return;
-    }
-    const path = exportPath(item.file, this.exportDir);
-    this.writeFile(path, event.text).then(
-      () => this.#print(this.renderer.info(`wrote #${event.id} to ${path}`)),
-      (error) => this.#print(this.renderer.error(writeProblem(path, error))),
-    ).finally(done);
+    const shown = exported(this.renderer, event, item.file, {
+      dir: this.exportDir,
+      writeFile: this.writeFile,
+    });
+    if (typeof shown === "string") done(shown);
+    else shown.then(done);
   }
 
   /** A key from the raw-mode terminal. */
@@ -310,12 +321,12 @@ export class ChatSession {
   }
 
   /** Sends a command that starts a turn: its `user` echo, or its error, ends the wait. */
-  #turn(command: Command): void {
+  #turn(command: ClientCommand): void {
     this.#request({ kind: "turn" }, command);
   }
 
   /** Sends a command with a fresh ref and waits for its answer. */
-  #request(wait: Waiting, command: Command): void {
+  #request(wait: Waiting, command: ClientCommand): void {
     const ref = this.client.nextRef();
     this.#awaiting.push({ ...wait, ref });
     this.#send({ ...command, ref });
@@ -326,8 +337,8 @@ export class ChatSession {
       renderer: this.renderer,
       print: (out) => this.#print(out),
       request: (wait, command) => this.#request(wait, command),
+      shared: this.#shared,
       canEdit: this.editor !== null,
-      lastQuestion: this.#shared.lastQuestion,
       edit: (line) => {
         this.editor?.set(line);
         this.#editing = true;
@@ -336,7 +347,7 @@ export class ChatSession {
     });
   }
 
-  #send(command: Command): void {
+  #send(command: ClientCommand): void {
     this.client.send(command).catch(() => this.gone());
   }
 

@@ -4,7 +4,7 @@
  * the question for a call that waits for approval, and how the turn ended.
  */
 import type { ConfirmView, Event, PendingView } from "../protocol/events.ts";
-import { formatArgs } from "./chat_lines.ts";
+import { formatArgs, timingsText } from "./chat_lines.ts";
 import type { ChatScreen } from "./chat_screen.ts";
 import { READABLE_COLUMNS, wrapLine } from "./line_wrap.ts";
 import { sanitize, textWidth } from "./terminal_text.ts";
@@ -177,6 +177,7 @@ export class TurnRenderer {
         : "the context is full";
       out += screen.line(screen.style("yellow", `[cut short: ${why}]`));
     }
+    if (event.timings) out += screen.dimLine(timingsText(event.timings));
     this.#section = "none";
     this.#replacing = false;
     return out + screen.write("\n");

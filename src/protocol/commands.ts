@@ -158,10 +158,18 @@ const SHAPES: Record<string, (value: Fields) => Body> = {
   ping: () => run({ type: "ping" }),
 };
 
-const BAD_COMMAND: Refusal = {
+/** The answer to a line that is no command: not UTF-8, not JSON, not an object with a string `type`. */
+export const BAD_COMMAND: Readonly<Refusal> = {
   ok: false,
   code: "bad_command",
   message: "bad command",
+};
+
+/** The answer to a line over MAX_LINE_BYTES. */
+export const LINE_TOO_LONG: Readonly<Refusal> = {
+  ok: false,
+  code: "line_too_long",
+  message: "line too long",
 };
 
 /** Validates a parsed JSON value as a command; the error codes and messages are the protocol's. */

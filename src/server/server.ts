@@ -15,7 +15,9 @@ import { LineStream } from "../streams/line_stream.ts";
 import { clearSocketPath, removeQuietly } from "./socket_path.ts";
 import { describeError, log } from "../base/log.ts";
 import {
+  BAD_COMMAND,
   type Command,
+  LINE_TOO_LONG,
   MAX_LINE_BYTES,
   parseLine,
   type Refusal,
@@ -270,11 +272,7 @@ export class Server implements AsyncDisposable {
         if (next.done) break;
         const chunk = next.value;
         if ("tooLong" in chunk) {
-          this.#badLine(client, chunk.tooLong, {
-            ok: false,
-            code: "line_too_long",
-            message: "line too long",
-          });
+          this.#badLine(client, chunk.tooLong, LINE_TOO_LONG);
           continue;
         }
         const command = this.#parse(client, chunk.line);
@@ -321,12 +319,7 @@ export class Server implements AsyncDisposable {
     try {
       text = utf8.decode(line);
     } catch {
-      this.#badLine(
-        client,
-        line.length,
-        { ok: false, code: "bad_command", message: "bad command" },
-        "utf8",
-      );
+      this.#badLine(client, line.length, BAD_COMMAND, "utf8");
       return null;
     }
     if (text.trim() === "") return null;
@@ -339,19 +332,10 @@ export class Server implements AsyncDisposable {
   }
 
   /** Answers a malformed line; the log names its length and code, never its content. */
-  #badLine(
-    client: Client,
-    bytes: number,
-    refusal: Refusal,
-    reason?: string,
-  ): void {
-    const { code, message, ref } = refusal;
-    log.warn("bad line", {
-      client: client.id,
-      bytes,
-      code,
-      ...(reason ? { reason } : {}),
-    });
+  #badLine(client: Client, bytes: number, no: Refusal, reason?: string): void {
+    const { code, message, ref } = no;
+    const why = reason ? { reason } : {};
+    log.warn("bad line", { client: client.id, bytes, code, ...why });
     client.send(
       encodeEvent({ type: "error", code, message, ...refField(ref) }),
     );
@@ -363,23 +347,22 @@ export class Server implements AsyncDisposable {
     try {
       return await this.#brain.handle(command);
     } catch (error) {
-      if (error instanceof AssistantError && error.code !== undefined) {
-        return {
-          type: "error",
-          code: error.code,
-          message: error.message,
-          ...ref,
-        };
+      // An AssistantError with a code is meant for the client; anything
+      // else is a fault, named in the log only.
+      const meant = error instanceof AssistantError && error.code
+        ? error
+        : null;
+      if (!meant) {
+        log.error("command failed", {
+          client: client.id,
+          type: command.type,
+          error: describeError(error),
+        });
       }
-      log.error("command failed", {
-        client: client.id,
-        type: command.type,
-        error: describeError(error),
-      });
       return {
         type: "error",
-        code: "command_failed",
-        message: `${command.type} failed`,
+        code: meant?.code ?? "command_failed",
+        message: meant?.message ?? `${command.type} failed`,
         ...ref,
       };
     }

@@ -734,3 +734,86 @@ Deno.test("ask says the daemon shut down when a shutdown stops its reply, and ex
     "The reply was stopped before it ended: the daemon shut down.\n",
   );
 });
+
+/** A daemon on a temporary socket that answers one `ask` with `events` (each given the ask's ref). */
+async function scriptedDaemon(
+  events: Record<string, unknown>[],
+  run: (env: (name: string) => string | undefined) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "da-ask-" });
+  const listener = Deno.listen({
+    transport: "unix",
+    path: join(dir, "desktop-assistant.sock"),
+  });
+  const serving = (async () => {
+    const conn = await listener.accept();
+    const write = (value: unknown) =>
+      conn.write(new TextEncoder().encode(JSON.stringify(value) + "\n"));
+    await write({
+      type: "hello",
+      state: "idle",
+      model: null,
+      ctx_used: null,
+      ctx_max: null,
+      ctx_sent: null,
+      ctx_total: null,
+      id: null,
+      turns: [],
+      pending: null,
+    });
+    // Answers the first line, then reads until the client leaves.
+    let text = "";
+    let answered = false;
+    for await (
+      const chunk of conn.readable.pipeThrough(new TextDecoderStream())
+    ) {
+      text += chunk;
+      const newline = text.indexOf("\n");
+      if (answered || newline === -1) continue;
+      answered = true;
+      const { ref } = JSON.parse(text.slice(0, newline));
+      for (const event of events) await write({ ...event, ref });
+    }
+  })();
+  try {
+    await run((name) => name === "XDG_RUNTIME_DIR" ? dir : undefined);
+  } finally {
+    listener.close();
+    await serving.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("ask --json passes done.timings through as the daemon sent them", async () => {
+  const timings = {
+    prompt_n: 12,
+    cache_n: 300,
+    predicted_n: 2,
+    prompt_ms: 40.5,
+    predicted_ms: 80.25,
+  };
+  await scriptedDaemon([
+    { type: "user", text: "Quick?" },
+    { type: "token", delta: "Yes." },
+    { type: "done", id: 7, stopped: false, timings },
+  ], async (env) => {
+    let out = "";
+    const stdout = {
+      write: (bytes: Uint8Array) => {
+        out += new TextDecoder().decode(bytes);
+        return Promise.resolve(bytes.length);
+      },
+    };
+    const code = await runAsk(["--json", "Quick?"], {
+      env,
+      stdout,
+      stderr: stdout,
+      interrupt: new AbortController().signal,
+    });
+    assert.equal(code, 0, out);
+    const done = out.trimEnd().split("\n").map((line) => JSON.parse(line))
+      .at(-1);
+    assert.equal(done.type, "done");
+    assert.deepEqual(done.timings, timings);
+  });
+});

@@ -220,3 +220,38 @@ Deno.test("/help takes two columns where they fit, and puts each description und
     );
   }
 });
+
+Deno.test("/help names /summary and /talk, and the lines they explain", () => {
+  const text = helpLines(100).map((line) => line.text).join("\n");
+  assert.match(text, /^\/summary +the summary of the earlier turns/m);
+  assert.match(text, /^\/talk +start or stop listening/m);
+  assert.match(text, /tokens\/s · prompt R read, C reused/);
+  assert.deepEqual(parseSlash("/talk"), { kind: "talk" });
+  assert.deepEqual(parseSlash("/summary"), { kind: "summary" });
+});
+
+Deno.test("/summary of a conversation with no turn, or a private one not yet summarised, asks nothing", () => {
+  const empty = session();
+  empty.chat.submit("/summary");
+  assert.deepEqual(empty.sent, []);
+  assert.match(empty.screen(), /no summary: the model is sent/);
+  const secret = session({
+    turns: [{ user: "Q", reply: "A", tools: [] }],
+    hello: { id: null, private: true },
+  });
+  secret.chat.submit("/summary");
+  assert.deepEqual(secret.sent, []);
+  assert.match(secret.screen(), /no summary seen yet/);
+  // Its summary comes as an event with a null id.
+  secret.chat.onEvent({
+    type: "summary",
+    id: null,
+    text: "Kept here.",
+    turns: 3,
+  });
+  secret.chat.submit("/summary");
+  assert.match(
+    secret.screen(),
+    /summary of the 3 earlier turns:\nKept here\.\n/,
+  );
+});

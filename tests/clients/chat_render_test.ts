@@ -441,3 +441,29 @@ Deno.test("at 40 columns every line chat draws fits, broken between words", () =
     ]
   ) assert.ok(words.has(word), `${word} was cut:\n${lines.join("\n")}`);
 });
+
+Deno.test("the meter says how many earlier turns the summary covers", () => {
+  const renderer = new Renderer({ colors: false, think: true });
+  assert.equal(
+    renderer.event({
+      type: "ctx",
+      used: 3900,
+      max: 4096,
+      sent: 6,
+      total: 14,
+      summarized: 8,
+    }),
+    "context 3,900/4,096 · 6 of 14 turns · 8 in the summary\n",
+  );
+  assert.equal(
+    renderer.event({
+      type: "ctx",
+      used: 900,
+      max: 4096,
+      sent: 2,
+      total: 2,
+      summarized: 0,
+    }),
+    "",
+  );
+});

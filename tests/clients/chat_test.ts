@@ -722,7 +722,7 @@ Deno.test({
     let at = await chat.waitFor(/> \r/);
     await chat.type("/help\r");
     at = await chat.waitFor("/quit leaves", at);
-    at = await chat.waitFor(/fits its\s+context\./, at);
+    at = await chat.waitFor(/from its\s+cache\./, at);
     await chat.waitFor(/> \r/, at);
     await chat.type("\x04");
     assert.equal(await chat.exit(), 0);
