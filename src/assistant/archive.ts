@@ -48,7 +48,11 @@ export class Archive {
   /** A saved conversation to make current. */
   open(id: number): Conversation {
     const opened = this.#o.store.open(id);
-    if (!opened) throw new AssistantError("no such conversation");
+    if (!opened) {
+      throw new AssistantError("no such conversation", {
+        code: "no_such_conversation",
+      });
+    }
     return { ...opened, private: false };
   }
 
@@ -62,14 +66,20 @@ export class Archive {
   /** A conversation in an export format, as `export`. */
   export(id: number, format: ExportFormat): Event {
     const record = this.#o.store.record(id);
-    if (!record) throw new AssistantError("no such conversation");
+    if (!record) {
+      throw new AssistantError("no such conversation", {
+        code: "no_such_conversation",
+      });
+    }
     return { type: "export", id, format, text: exportText(record, format) };
   }
 
   /** Renames a conversation and tells every client. */
   rename(id: number, title: string, ref: Ref | undefined): void {
     if (!this.#o.store.rename(id, title)) {
-      throw new AssistantError("no such conversation");
+      throw new AssistantError("no such conversation", {
+        code: "no_such_conversation",
+      });
     }
     // The user's title wins over one the model is still writing.
     this.#o.titles.cancel(id);
@@ -80,7 +90,9 @@ export class Archive {
   /** Deletes a conversation with its title request, if one is waiting. */
   delete(id: number): void {
     if (!this.#o.store.delete(id)) {
-      throw new AssistantError("no such conversation");
+      throw new AssistantError("no such conversation", {
+        code: "no_such_conversation",
+      });
     }
     this.#o.titles.cancel(id);
   }

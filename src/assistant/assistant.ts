@@ -167,7 +167,7 @@ export class Assistant implements Disposable {
         return this.#archive.export(command.id, command.format);
       case "approve":
         if (!this.#calls.answer(command.call, command.allow, ref)) {
-          throw new AssistantError("no such call");
+          throw new AssistantError("no such call", { code: "no_such_call" });
         }
         return null;
       case "ping":
@@ -247,7 +247,11 @@ export class Assistant implements Disposable {
   /** `retry` (text null: the last question again) and `edit`. */
   #retry(text: string | null, ref: Ref | undefined): void {
     const last = this.#current.turns.at(-1);
-    if (!last) throw new AssistantError("nothing to retry");
+    if (!last) {
+      throw new AssistantError("nothing to retry", {
+        code: "nothing_to_retry",
+      });
+    }
     this.#startTurn({ text: text ?? last.user, replaces: true, ref });
   }
 

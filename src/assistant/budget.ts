@@ -299,7 +299,12 @@ export class ContextPlan {
       : "the question is too long for";
     return new AssistantError(
       `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})`,
-      { cause },
+      {
+        cause,
+        code: this.#rounds.results().length > 0
+          ? "tool_results_too_long"
+          : "question_too_long",
+      },
     );
   }
 }

@@ -58,7 +58,10 @@ export function saveTurn(
     return { id: store.saveTurn(conversation.id, turn), title: null };
   } catch (error) {
     if (error instanceof AssistantError) throw error;
-    throw new AssistantError("could not save the reply", { cause: error });
+    throw new AssistantError("could not save the reply", {
+      cause: error,
+      code: "save_failed",
+    });
   }
 }
 

@@ -6,7 +6,7 @@
  * one in flight reaches nobody: its events are dropped as they come, and it
  * saves nothing.
  */
-import { AssistantError } from "../base/errors.ts";
+import { AssistantError, type ErrorCode } from "../base/errors.ts";
 import { describeSafely, log } from "../base/log.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { refField } from "../protocol/protocol.ts";
@@ -238,7 +238,7 @@ export class Replies {
       case "failed":
         o.publish({
           type: "error",
-          message: this.#describe(outcome.error),
+          ...this.#describe(outcome.error),
           turn: true,
           ...ref,
         });
@@ -283,21 +283,23 @@ export class Replies {
     if (outcome.kind !== "finished") o.titles.resume();
   }
 
-  /** The client's message for a failed turn, and a log line that cannot quote the turn. */
-  #describe(error: unknown): string {
-    const message = error instanceof AssistantError
-      ? error.message
-      : this.#o.shutdown.aborted
-      ? "the daemon is shutting down"
-      : "reply failed";
+  /** The client's code and message for a failed turn, and a log line that cannot quote the turn. */
+  #describe(error: unknown): { code: ErrorCode; message: string } {
+    const shutdown = this.#o.shutdown.aborted;
+    const answer: { code: ErrorCode; message: string } =
+      error instanceof AssistantError
+        ? { code: error.code ?? "reply_failed", message: error.message }
+        : shutdown
+        ? { code: "shutting_down", message: "the daemon is shutting down" }
+        : { code: "reply_failed", message: "reply failed" };
     // AssistantError messages are written for clients; what they quote
     // from llama-server may repeat the turn, so the log leaves it out.
     // Anything else is named by class only.
     const reason = error instanceof AssistantError
       ? describeSafely(error)
       : errorName(error);
-    log.warn("reply failed", { error: reason });
-    return message;
+    log.warn("reply failed", { code: answer.code, error: reason });
+    return answer;
   }
 
   /**

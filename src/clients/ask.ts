@@ -7,13 +7,16 @@
  * A tool call of that turn that waits for approval is declined, or with
  * `--yes` allowed; calls of other turns are left to other clients.
  */
-import { connectOrExplain } from "./client.ts";
+import { connectOrExplain, type DaemonClient } from "./client.ts";
 import type { Env } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
-import type { Event, Ref } from "../protocol/protocol.ts";
 import type { MarkdownReplyView } from "./chat_render.ts";
 import { writeAll, type Writer } from "../streams/write_all.ts";
-import { consoleSize, sanitize } from "./terminal_text.ts";
+import { consoleSize } from "./terminal_text.ts";
+import { ASK_EXIT, STOPPED_ELSEWHERE, TurnPrinter } from "./ask_turn.ts";
+
+export { ASK_EXIT } from "./ask_turn.ts";
+import { readCommandLine } from "./cli_args.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
 export interface AskOptions {
@@ -32,19 +35,8 @@ export interface AskOptions {
   interrupt?: AbortSignal;
 }
 
-/** Exit codes of `ask`. */
-export const ASK_EXIT = Object.freeze({
-  ok: 0,
-  failed: 1,
-  noDaemon: 2,
-  usage: 64,
-  interrupted: 130,
-});
-
 const USAGE =
   'usage: main.ts ask [--think] [--json] [--yes] [--render] ["question"]';
-const DIM = "\x1b[2m";
-const RESET = "\x1b[0m";
 const INTERRUPTED: unique symbol = Symbol("interrupted");
 
 /** The parsed arguments of `ask`. */
@@ -58,27 +50,25 @@ export interface AskArgs {
   words: string[];
 }
 
-/** Parses ask's arguments; TypeError naming an unknown flag. */
+/** Parses ask's arguments (words after `--` are the question's); TypeError naming an unknown flag. */
 export function parseAskArgs(args: string[]): AskArgs {
-  const parsed: AskArgs = {
-    think: false,
-    json: false,
-    yes: false,
-    render: false,
-    words: [],
+  const { values, positionals } = readCommandLine(args, {
+    options: {
+      think: { type: "boolean" },
+      json: { type: "boolean" },
+      yes: { type: "boolean" },
+      render: { type: "boolean" },
+    },
+    usage: USAGE,
+    positionals: true,
+  });
+  return {
+    think: values.think === true,
+    json: values.json === true,
+    yes: values.yes === true,
+    render: values.render === true,
+    words: positionals,
   };
-  let flags = true;
-  for (const arg of args) {
-    if (flags && arg === "--") flags = false;
-    else if (flags && arg === "--think") parsed.think = true;
-    else if (flags && arg === "--json") parsed.json = true;
-    else if (flags && arg === "--yes") parsed.yes = true;
-    else if (flags && arg === "--render") parsed.render = true;
-    else if (flags && arg.startsWith("-") && arg !== "-") {
-      throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
-    } else parsed.words.push(arg);
-  }
-  return parsed;
 }
 
 /** Counts interrupts (SIGINT, or one abort of an injected signal). */
@@ -214,8 +204,38 @@ export async function runAsk(
       return stopping ? ASK_EXIT.interrupted : ASK_EXIT.noDaemon;
     }
     const code = await turn.take(next);
+    if (code === STOPPED_ELSEWHERE) {
+      const shutDown = await daemonLeft(client);
+      await writeAll(
+        stderr,
+        shutDown
+          ? "The reply was stopped before it ended: the daemon shut down.\n"
+          : "The reply was stopped before it ended (by another client or a newer question).\n",
+      );
+      // A daemon that went away is 2, as a connection lost mid-reply is.
+      return shutDown ? ASK_EXIT.noDaemon : ASK_EXIT.failed;
+    }
     if (code !== null) return stopping ? ASK_EXIT.interrupted : code;
     read = client.next();
+  }
+}
+
+/**
+ * Whether the daemon stopped the reply by shutting down: then it closes the
+ * connection right after the stopped `done`, while a daemon that goes on
+ * (another client's stop, a newer question) answers a ping.
+ */
+async function daemonLeft(client: DaemonClient): Promise<boolean> {
+  const ref = client.nextRef();
+  try {
+    await client.send({ type: "ping", ref });
+  } catch {
+    return true;
+  }
+  while (true) {
+    const event = await client.next().catch(() => null);
+    if (event === null) return true;
+    if (event.type === "pong" && event.ref === ref) return false;
   }
 }
 
@@ -232,150 +252,4 @@ async function markdownView(
     columns: () => consoleSize().columns,
     rows: () => consoleSize().rows,
   });
-}
-
-/** Prints the events of one turn and says when it is over. */
-class TurnPrinter {
-  /** Set once this client sent `stop`: the stop needs no explaining then. */
-  stoppedHere = false;
-  #started = false;
-  #wroteAnswer = false;
-  #thinkOpen = false;
-
-  constructor(
-    readonly stdout: Writer,
-    readonly stderr: Writer,
-    readonly args: AskArgs,
-    readonly dim: boolean,
-    /** The ref our `ask` carries, and so its answers and turn. */
-    readonly ref: Ref,
-    /** Which streams are terminals: text from the daemon is sanitised there, and byte-exact into a pipe. */
-    readonly terminal: { stdout: boolean; stderr: boolean },
-    /** Answers a call of this turn that waits for approval. */
-    readonly approve: (call: string, allow: boolean) => Promise<void>,
-    /** Draws the answer's Markdown (`--render`); null prints it as sent. */
-    readonly view: MarkdownReplyView | null = null,
-  ) {}
-
-  /** Handles one event; resolves to the exit code once the turn has ended, else null. */
-  async take(event: Event): Promise<number | null> {
-    const ours = "ref" in event && event.ref === this.ref;
-    if (!this.#started) {
-      // Another client's turn can be under way before ours starts; its
-      // events (and the stop our ask gives it) are not ours.
-      if (!ours) return null;
-      if (event.type === "error") {
-        await this.#message(event.message);
-        return ASK_EXIT.failed;
-      }
-      if (event.type !== "user") return null;
-      this.#started = true;
-    } else if ((event.type === "done" || event.type === "error") && !ours) {
-      // Ours ends with its own ref; nothing else can end it.
-      return null;
-    }
-    if (this.args.json) {
-      await writeAll(this.stdout, JSON.stringify(event) + "\n");
-    }
-    switch (event.type) {
-      case "think":
-        if (this.args.think) await this.#think(event.delta);
-        return null;
-      case "confirm": {
-        const allow = this.args.yes;
-        await this.approve(event.call, allow);
-        if (!allow || this.args.think) {
-          await this.#closeThink();
-          await this.#err(
-            allow
-              ? `[allowed ${event.tool}]\n`
-              : `[declined ${event.tool}: run ask with --yes to allow tool calls that need approval]\n`,
-          );
-        }
-        return null;
-      }
-      case "tool":
-        if (this.args.think) {
-          await this.#closeThink();
-          await this.#err(
-            `[tool ${this.#forErr(event.name)}${event.done ? " done" : ""}]\n`,
-          );
-        }
-        return null;
-      case "token":
-        if (!this.args.json) {
-          await this.#closeThink();
-          await writeAll(
-            this.stdout,
-            this.view
-              ? this.view.push(event.delta)
-              : this.terminal.stdout
-              ? sanitize(event.delta)
-              : event.delta,
-          );
-        }
-        this.#wroteAnswer ||= event.delta !== "";
-        return null;
-      case "done":
-        await this.finish(true);
-        if (event.truncated) {
-          // The answer stands as far as it goes: a note, not a failure.
-          await writeAll(
-            this.stderr,
-            event.truncated_by === "max_tokens"
-              ? "The reply was cut short: it reached max_tokens.\n"
-              : "The reply was cut short: the model's context is full.\n",
-          );
-        }
-        if (!event.stopped) return ASK_EXIT.ok;
-        if (!this.stoppedHere) {
-          await writeAll(
-            this.stderr,
-            "The reply was stopped before it ended (by another client or a newer question).\n",
-          );
-        }
-        return ASK_EXIT.failed;
-      case "error":
-        if (event.turn === true) await this.finish();
-        await this.#message(event.message);
-        return ASK_EXIT.failed;
-      default:
-        return null;
-    }
-  }
-
-  /** Ends the open lines: the answer always gets its final newline when complete. */
-  async finish(complete = false): Promise<void> {
-    await this.#closeThink();
-    if (this.args.json) return;
-    const drawn = this.view?.end() ?? "";
-    // A drawn answer ends its last line itself.
-    if (drawn !== "") await writeAll(this.stdout, drawn);
-    else if (complete || this.#wroteAnswer) await writeAll(this.stdout, "\n");
-    this.#wroteAnswer = false;
-  }
-
-  async #think(delta: string): Promise<void> {
-    this.#thinkOpen = true;
-    await this.#err(this.#forErr(delta));
-  }
-
-  /** A message of the daemon's on its own line of stderr. */
-  #message(message: string): Promise<void> {
-    return writeAll(this.stderr, `${this.#forErr(message)}\n`);
-  }
-
-  #forErr(text: string): string {
-    return this.terminal.stderr ? sanitize(text) : text;
-  }
-
-  async #closeThink(): Promise<void> {
-    if (!this.#thinkOpen) return;
-    this.#thinkOpen = false;
-    await writeAll(this.stderr, "\n");
-  }
-
-  #err(text: string): Promise<void> {
-    return writeAll(this.stderr, this.dim ? `${DIM}${text}${RESET}` : text);
-  }
 }

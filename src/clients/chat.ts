@@ -13,6 +13,7 @@ import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../streams/line_stream.ts";
 import { consoleSize } from "./terminal_text.ts";
+import { readCommandLine } from "./cli_args.ts";
 import { writeAllSync } from "../streams/write_all.ts";
 
 export { CHAT_EXIT } from "./chat_session.ts";
@@ -64,22 +65,26 @@ export interface ChatArgs {
 
 /** Parses chat's arguments; TypeError naming an unknown one. */
 export function parseChatArgs(args: string[]): ChatArgs {
-  const parsed: ChatArgs = { think: true, raw: false, exportDir: null };
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    if (arg === "--no-think") {
-      parsed.think = false;
-    } else if (arg === "--raw") {
-      parsed.raw = true;
-    } else if (arg === "--export-dir" || arg.startsWith("--export-dir=")) {
-      const dir = arg === "--export-dir" ? args[++i] : arg.slice(13);
-      if (!dir) throw new TypeError(`--export-dir needs a directory: ${USAGE}`);
-      parsed.exportDir = dir;
-    } else {
-      throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
-    }
+  const { values } = readCommandLine(args, {
+    options: {
+      "no-think": { type: "boolean" },
+      raw: { type: "boolean" },
+      "export-dir": { type: "string" },
+    },
+    usage: USAGE,
+    positionals: false,
+    needs: { "export-dir": "a directory" },
+    unknown: "argument",
+  });
+  const dir = values["export-dir"];
+  if (dir === "") {
+    throw new TypeError(`--export-dir needs a directory: ${USAGE}`);
   }
-  return parsed;
+  return {
+    think: !values["no-think"],
+    raw: values.raw === true,
+    exportDir: dir ?? null,
+  };
 }
 
 /** Loads the Markdown drawing for a colour terminal; null when it cannot load (replies then show as sent). */
@@ -127,7 +132,12 @@ export async function runChat(
     renderer: new Renderer({
       colors,
       think,
-      clearOnSwitch: terminal,
+      // Fitted to a screen; a transcript keeps its lines whole.
+      columns: options.columns !== undefined ||
+          (!options.write && Deno.stdout.isTerminal())
+        ? columns
+        : null,
+      screenRows: terminal ? rows : null,
       markdown: await markdown,
       raw,
     }),

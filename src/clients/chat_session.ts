@@ -4,12 +4,16 @@
  * and keeps the prompt on screen exactly while a new line can be taken
  * (idle, nothing awaited).
  */
-import { isAbsolute, join } from "node:path";
 import type { ListContext, Renderer } from "./chat_render.ts";
-import { type DaemonClient, START_HINT } from "./client.ts";
+import { runSlash, type Waiting } from "./chat_commands.ts";
+import { exported, type WriteFile, writeNewFile } from "./chat_export.ts";
+import { type ClientCommand, type DaemonClient, START_HINT } from "./client.ts";
 import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
-import type { Command, Event, Ref, State } from "../protocol/protocol.ts";
+import type { Event, Ref } from "../protocol/events.ts";
+import { ChatState, exportedSummary } from "./chat_state.ts";
+
+export type { WriteFile } from "./chat_export.ts";
 
 /** Exit codes of `chat`. */
 export const CHAT_EXIT = Object.freeze({
@@ -20,43 +24,7 @@ export const CHAT_EXIT = Object.freeze({
   interrupted: 130,
 });
 
-const HELP = [
-  "/new              start a new conversation",
-  "/private          start a private conversation: kept in memory only, never saved",
-  "/list [N]         the N most recent conversations (default 20)",
-  "/open N           open conversation N",
-  "/search words     search every conversation",
-  "/retry            ask the last question again; the new reply replaces the last turn",
-  "/edit [question]  change the last question (alone: puts it on the line to edit)",
-  "/rename N title   give conversation N a title",
-  "/export N [file]  show conversation N as Markdown, or write it to a new file (.json: JSON)",
-  "/delete N         delete conversation N",
-  "/raw              replies as sent, or their Markdown drawn again",
-  "/help             this help; /quit leaves",
-  "Anything else is a question (start it with // to begin with a /).",
-  "A tool call that needs approval asks run TOOL {args}? [y/N]:",
-  "y runs it, n or Enter declines (the model is told); any client may answer.",
-  "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
-  "chat --raw starts with replies as sent; ask --render draws Markdown too.",
-  "A dim 'context used/size · S of T turns' line: the model was sent only the",
-  "S newest of T earlier turns, so the conversation fits its context.",
-].join("\n");
-const LIST_LIMIT = 20;
-const SEARCH_LIMIT = 20;
-
-type Awaiting =
-  & (
-    | { kind: "list" | "search" | "open" | "new" | "rename" | "turn" }
-    | { kind: "delete"; id: number }
-    | { kind: "export"; file: string | null }
-  )
-  & { ref: Ref };
-
-/** Writes an exported conversation to a new file. */
-export type WriteFile = (path: string, text: string) => Promise<void>;
-
-const writeNewFile: WriteFile = (path, text) =>
-  Deno.writeTextFile(path, text, { createNew: true });
+type Awaiting = Waiting & { ref: Ref };
 
 /** What a {@link ChatSession} draws with and talks to. */
 export interface ChatSessionOptions {
@@ -81,16 +49,10 @@ export interface ChatSessionOptions {
 
 /** One chat on one connection: what is shown, what is awaited, when the prompt is back. */
 export class ChatSession {
-  #state: State;
+  readonly #shared: ChatState;
   #awaiting: Awaiting[] = [];
-  /** The call waiting for approval, and whether this session answered it. */
-  #confirm: { call: string; answered: boolean } | null = null;
   #promptShown = false;
   #ended = false;
-  /** The current conversation's last stored question, for `/edit`. */
-  #lastQuestion: string | null;
-  /** The question of the turn streaming now. */
-  #turnQuestion: string | null = null;
   /** The line holds a question being edited: Enter sends `edit`. */
   #editing = false;
   #ready = Promise.withResolvers<void>();
@@ -119,16 +81,7 @@ export class ChatSession {
     } = options);
     this.exportDir = options.exportDir ?? null;
     this.writeFile = options.writeFile ?? writeNewFile;
-    this.#state = this.client.hello.state;
-    const { hello } = this.client;
-    this.#lastQuestion = hello.turns.at(-1)?.user ?? null;
-    // A reply of another conversation is not this one's last question.
-    this.#turnQuestion = hello.pending?.id === hello.id
-      ? hello.pending.user
-      : null;
-    // Approvals are shared: a call waits whichever conversation is shown.
-    const waiting = hello.confirm ?? hello.pending?.confirm;
-    if (waiting) this.#confirm = { call: waiting.call, answered: false };
+    this.#shared = new ChatState(this.client.hello);
     this.#print(this.renderer.hello(this.client.hello));
     this.#refresh();
   }
@@ -149,7 +102,7 @@ export class ChatSession {
   }
 
   get #idle(): boolean {
-    return !this.#ended && this.#state === "idle" &&
+    return !this.#ended && this.#shared.state === "idle" &&
       this.#awaiting.length === 0;
   }
 
@@ -159,7 +112,8 @@ export class ChatSession {
   }
 
   get #asking(): boolean {
-    return !this.#ended && this.#confirm !== null && !this.#confirm.answered;
+    const waiting = this.#shared.confirm;
+    return !this.#ended && waiting !== null && !waiting.answered;
   }
 
   /** Resolves once the session is ready (or over). */
@@ -195,49 +149,49 @@ export class ChatSession {
     if (mine && !(event.type === "export" && mine.kind === "export")) {
       this.#awaiting.splice(this.#awaiting.indexOf(mine), 1);
     }
+    const asked = this.#shared.confirm;
+    this.#shared.apply(event);
     switch (event.type) {
-      case "user":
-        this.#state = "thinking";
-        this.#turnQuestion = event.text;
-        break;
-      case "done":
-        this.#confirm = null;
-        if (!event.stopped && this.#turnQuestion !== null) {
-          this.#lastQuestion = this.#turnQuestion;
-        }
-        break;
-      case "state":
-        this.#state = event.state;
-        break;
       case "conversations":
         if (mine?.kind === "delete") list = { deleted: mine.id };
         break;
-      case "conversation":
-        this.#lastQuestion = event.turns.at(-1)?.user ?? null;
-        // A reply in flight stays with the conversation it started in.
-        this.#turnQuestion = null;
-        break;
       case "export":
         if (mine?.kind === "export") this.#exported(event, mine);
+        if (mine?.kind === "summary") {
+          const summary = exportedSummary(event.text);
+          if (this.#shared.id === event.id) this.#shared.summary = summary;
+          this.#print(this.renderer.summary(summary));
+          this.#refresh();
+          return;
+        }
+        break;
+      case "summary":
+        if (this.#shared.isCurrent(event.id)) {
+          this.#print(this.renderer.summaryMade(event));
+        }
+        this.#refresh();
+        return;
+      case "listening":
+        // An answer without a ref still ends the wait for one.
+        if (event.ref === undefined) {
+          const wait = this.#awaiting.findIndex((w) => w.kind === "listen");
+          if (wait !== -1) this.#awaiting.splice(wait, 1);
+        }
         break;
       case "error":
         // Another client answered that call first: its answer stands.
-        if (event.turn !== true && event.message === "no such call") {
+        if (event.turn !== true && event.code === "no_such_call") {
           this.#refresh();
           return;
         }
         break;
       case "confirm":
-        this.#confirm = { call: event.call, answered: false };
         this.#print(this.renderer.confirm(event));
         this.#refresh();
         return;
       case "approved":
-        if (this.#confirm?.call === event.call) {
-          this.#print(
-            this.renderer.approved(event.allow, this.#confirm.answered),
-          );
-          this.#confirm = null;
+        if (asked?.call === event.call) {
+          this.#print(this.renderer.approved(event.allow, asked.answered));
         }
         this.#refresh();
         return;
@@ -251,22 +205,17 @@ export class ChatSession {
     event: Extract<Event, { type: "export" }>,
     item: Awaiting & { kind: "export" },
   ): void {
-    const done = () => {
+    const done = (text: string) => {
+      this.#print(text);
       this.#awaiting.splice(this.#awaiting.indexOf(item), 1);
       this.#refresh();
     };
-    if (item.file === null) {
-      this.#print(this.renderer.block(event.text));
-      done();
-      return;
-    }
-    const path = isAbsolute(item.file)
-      ? item.file
-      : join(this.exportDir ?? Deno.cwd(), item.file);
-    this.writeFile(path, event.text).then(
-      () => this.#print(this.renderer.info(`wrote #${event.id} to ${path}`)),
-      (error) => this.#print(this.renderer.error(writeProblem(path, error))),
-    ).finally(done);
+    const shown = exported(this.renderer, event, item.file, {
+      dir: this.exportDir,
+      writeFile: this.writeFile,
+    });
+    if (typeof shown === "string") done(shown);
+    else shown.then(done);
   }
 
   /** A key from the raw-mode terminal. */
@@ -317,16 +266,17 @@ export class ChatSession {
   }
 
   #answer(allow: boolean): void {
-    if (!this.#confirm || this.#confirm.answered) return;
-    this.#confirm.answered = true;
-    this.#send({ type: "approve", call: this.#confirm.call, allow });
+    const waiting = this.#shared.confirm;
+    if (!waiting || waiting.answered) return;
+    waiting.answered = true;
+    this.#send({ type: "approve", call: waiting.call, allow });
     this.#refresh();
   }
 
   /** Ctrl-C: stops the reply in flight, cancels an edit, or leaves at the prompt. */
   interrupt(): void {
     if (this.#ended) return;
-    const replying = this.#state !== "idle" ||
+    const replying = this.#shared.state !== "idle" ||
       this.#awaiting.some((item) => item.kind === "turn");
     if (replying) {
       this.#send({ type: "stop" });
@@ -371,134 +321,33 @@ export class ChatSession {
   }
 
   /** Sends a command that starts a turn: its `user` echo, or its error, ends the wait. */
-  #turn(command: Command): void {
-    this.#request("turn", command);
+  #turn(command: ClientCommand): void {
+    this.#request({ kind: "turn" }, command);
   }
 
   /** Sends a command with a fresh ref and waits for its answer. */
-  #request(
-    kind: "list" | "search" | "open" | "new" | "rename" | "turn",
-    command: Command,
-  ): void {
+  #request(wait: Waiting, command: ClientCommand): void {
     const ref = this.client.nextRef();
-    this.#awaiting.push({ kind, ref });
+    this.#awaiting.push({ ...wait, ref });
     this.#send({ ...command, ref });
   }
 
   #command(text: string): void {
-    const [name = "", ...words] = text.split(/\s+/);
-    const rest = words.join(" ");
-    const id = /^\d+$/.test(rest) && Number.isSafeInteger(Number(rest))
-      ? Number(rest)
-      : null;
-    const usage = (what: string) =>
-      this.#print(this.renderer.error(`usage: ${what}`));
-    switch (name) {
-      case "/help":
-      case "/?":
-        this.#print(this.renderer.info(HELP));
-        return;
-      case "/raw": {
-        const drawn = this.renderer.toggleMarkdown();
-        this.#print(this.renderer.info(
-          drawn === null
-            ? "Markdown is drawn only on a colour terminal: replies show as sent"
-            : drawn
-            ? "Markdown drawn from the next reply on"
-            : "Replies show as sent from the next one on; /raw draws Markdown again",
-        ));
-        return;
-      }
-      case "/quit":
-      case "/exit":
-        this.finish(CHAT_EXIT.ok);
-        return;
-      case "/new":
-        return this.#request("new", { type: "new" });
-      case "/private":
-        return this.#request("new", { type: "new", private: true });
-      case "/list": {
-        const limit = rest === "" ? LIST_LIMIT : id;
-        if (limit === null || limit < 1) return usage("/list [N]");
-        return this.#request("list", {
-          type: "list",
-          limit: Math.min(limit, 10_000),
-        });
-      }
-      case "/open":
-        if (id === null) return usage("/open N (a number from /list)");
-        return this.#request("open", { type: "open", id });
-      case "/delete": {
-        if (id === null) return usage("/delete N (a number from /list)");
-        const ref = this.client.nextRef();
-        this.#awaiting.push({ kind: "delete", id, ref });
-        this.#send({ type: "delete", id, ref });
-        return;
-      }
-      case "/search":
-        if (rest === "") return usage("/search words");
-        return this.#request("search", {
-          type: "search",
-          q: rest,
-          limit: SEARCH_LIMIT,
-        });
-      case "/retry":
-        return this.#turn({ type: "retry" });
-      case "/edit":
-        return this.#edit(rest);
-      case "/rename": {
-        const target = numberOf(words[0]);
-        const title = words.slice(1).join(" ");
-        if (target === null || title === "") {
-          return usage("/rename N title (N a number from /list)");
-        }
-        return this.#request("rename", { type: "rename", id: target, title });
-      }
-      case "/export": {
-        const target = numberOf(words[0]);
-        if (target === null) {
-          return usage("/export N [file] (N a number from /list)");
-        }
-        const file = words.slice(1).join(" ") || null;
-        const ref = this.client.nextRef();
-        this.#awaiting.push({ kind: "export", file, ref });
-        this.#send({
-          type: "export",
-          id: target,
-          format: file?.toLowerCase().endsWith(".json") ? "json" : "markdown",
-          ref,
-        });
-        return;
-      }
-      default:
-        this.#print(
-          this.renderer.error(`unknown command ${name}: type /help`),
-        );
-    }
+    runSlash(text, {
+      renderer: this.renderer,
+      print: (out) => this.#print(out),
+      request: (wait, command) => this.#request(wait, command),
+      shared: this.#shared,
+      canEdit: this.editor !== null,
+      edit: (line) => {
+        this.editor?.set(line);
+        this.#editing = true;
+      },
+      quit: () => this.finish(CHAT_EXIT.ok),
+    });
   }
 
-  /** `/edit text` sends it; `/edit` alone puts the last question on the line. */
-  #edit(text: string): void {
-    if (text !== "") return this.#turn({ type: "edit", text });
-    if (!this.editor) {
-      this.#print(
-        this.renderer.error(
-          "usage: /edit new question (in a terminal, /edit alone puts the last question on the line)",
-        ),
-      );
-      return;
-    }
-    const last = this.#lastQuestion;
-    if (last === null) {
-      this.#print(this.renderer.error("nothing to edit: no question yet"));
-      return;
-    }
-    // A question that starts with / was typed as //.
-    this.editor.set(last.startsWith("/") ? `/${last}` : last);
-    this.#editing = true;
-  }
-
-  #send(command: Command): void {
+  #send(command: ClientCommand): void {
     this.client.send(command).catch(() => this.gone());
   }
 
@@ -516,7 +365,8 @@ export class ChatSession {
 
   #drawPrompt(): void {
     if (!this.editor) return;
-    const prompt = this.#editing ? `edit${this.prompt}` : this.prompt;
+    const tags = [...this.#shared.tags(), ...(this.#editing ? ["edit"] : [])];
+    const prompt = tags.join(" ") + this.prompt;
     const line = this.renderer.endLine() +
       this.editor.render(prompt, this.columns());
     this.#safe(() => this.out(line));
@@ -547,23 +397,4 @@ export class ChatSession {
       }
     }
   }
-}
-
-function numberOf(word: string | undefined): number | null {
-  if (word === undefined || !/^\d+$/.test(word)) return null;
-  const value = Number(word);
-  return Number.isSafeInteger(value) ? value : null;
-}
-
-/** Why an export file could not be written, and what to do. */
-function writeProblem(path: string, error: unknown): string {
-  if (error instanceof Deno.errors.AlreadyExists) {
-    return `${path} already exists: give another file name`;
-  }
-  if (error instanceof Deno.errors.NotCapable) {
-    return `chat may not write ${path}: start it with --export-dir DIR and a write grant for DIR (see the README), or run main.ts export N > file`;
-  }
-  return `cannot write ${path}: ${
-    error instanceof Error ? error.message : String(error)
-  }`;
 }

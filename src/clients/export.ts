@@ -8,6 +8,7 @@ import type { Env } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
 import { writeAll, type Writer } from "../streams/write_all.ts";
 import { sanitize } from "./terminal_text.ts";
+import { readCommandLine } from "./cli_args.ts";
 
 /** Injected parts of `export`; the real ones by default. */
 export interface ExportOptions {
@@ -36,15 +37,13 @@ export interface ExportArgs {
 
 /** Parses export's arguments; TypeError naming what is wrong. */
 export function parseExportArgs(args: string[]): ExportArgs {
-  let json = false;
-  const words: string[] = [];
-  for (const arg of args) {
-    if (arg === "--json") json = true;
-    else if (arg.startsWith("-") && !/^-?\d+$/.test(arg)) {
-      throw new TypeError(`Unknown option ${arg}: ${USAGE}`);
-    } else words.push(arg);
-  }
-  const [word, ...extra] = words;
+  const { values, positionals } = readCommandLine(args, {
+    options: { json: { type: "boolean" } },
+    usage: USAGE,
+    positionals: true,
+  });
+  const json = values.json === true;
+  const [word, ...extra] = positionals;
   if (word === undefined || extra.length > 0) {
     throw new TypeError(`Give one conversation id: ${USAGE}`);
   }

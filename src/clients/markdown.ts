@@ -2,7 +2,8 @@
  * Markdown as terminal lines: marked parses it, and each block token becomes
  * styled lines fitted to the width: headings, emphasis, inline code, code
  * blocks highlighted by their language tag, lists, block quotes, tables
- * within the width, and links as their text with the URL beside it. No
+ * within the width, and links as their text with the URL beside it; prose
+ * wraps at no more than a readable width however wide the screen. No
  * control character from the text reaches the screen: each shows as a
  * symbol.
  */
@@ -11,6 +12,7 @@ import { CodeHighlighter, codeLanguage, style } from "./code_highlight.ts";
 import { inline, STYLE, wrap } from "./markdown_inline.ts";
 import { table } from "./markdown_table.ts";
 import { expandTabs, showControls, textWidth } from "./terminal_text.ts";
+import { READABLE_COLUMNS } from "./line_wrap.ts";
 
 /** Link reference definitions, as marked collects them. */
 export type Links = Record<
@@ -67,15 +69,16 @@ export class MarkdownRenderer {
       case "space":
       case "def":
         return [];
+      // Prose wraps at a readable width; code, tables and rules take the screen's.
       case "heading":
         return wrap(
           inline(t.tokens ?? [], HEADING[(t.depth as number) - 1] ?? "1"),
-          width,
+          Math.min(width, READABLE_COLUMNS),
         );
       case "paragraph":
-        return wrap(inline(t.tokens ?? []), width);
+        return wrap(inline(t.tokens ?? []), Math.min(width, READABLE_COLUMNS));
       case "text":
-        return wrap(inline(t.tokens ?? [t]), width);
+        return wrap(inline(t.tokens ?? [t]), Math.min(width, READABLE_COLUMNS));
       case "code":
         return this.#codeBlock(token as Tokens.Code, width, open);
       case "blockquote": {
@@ -98,7 +101,10 @@ export class MarkdownRenderer {
       case "html":
         return showControls(t.text).replace(/\n+$/, "").split("\n");
       default:
-        return wrap([{ text: t.raw, sgr: "" }], width);
+        return wrap(
+          [{ text: t.raw, sgr: "" }],
+          Math.min(width, READABLE_COLUMNS),
+        );
     }
   }
 

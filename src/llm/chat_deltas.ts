@@ -59,7 +59,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function malformed(cause?: unknown): AssistantError {
   return new AssistantError(
     "malformed stream",
-    cause === undefined ? undefined : { cause },
+    cause === undefined
+      ? { code: "malformed_stream" }
+      : { cause, code: "malformed_stream" },
   );
 }
 
@@ -148,6 +150,7 @@ function readChunk(chunk: unknown): ReadChunk {
       : String(chunk.error);
     throw new AssistantError(`llama-server error: ${message}`, {
       quoted: message,
+      code: "llama_error",
       cause: new Error(
         `Error chunk type=${String(error.type)} code=${String(error.code)}`,
       ),
@@ -218,7 +221,9 @@ export class ChatDeltaStream
         timings = read.timings ?? timings;
       },
       flush() {
-        throw new AssistantError("llama-server closed the stream early");
+        throw new AssistantError("llama-server closed the stream early", {
+          code: "stream_closed_early",
+        });
       },
       cancel(reason) {
         // Upstream failed (the body broke off) or the reader cancelled; name a
@@ -237,6 +242,7 @@ export class ChatDeltaStream
         controller.error(
           new AssistantError("llama-server closed the stream early", {
             cause: reason,
+            code: "stream_closed_early",
           }),
         );
       },

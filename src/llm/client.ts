@@ -96,6 +96,7 @@ export interface ModelEntry {
 export function readEntries(list: unknown): ModelEntry[] {
   if (!isRecord(list) || !Array.isArray(list.data)) {
     throw new AssistantError("malformed model list", {
+      code: "malformed_model_list",
       cause: new TypeError("GET /v1/models has no data array"),
     });
   }
@@ -177,7 +178,7 @@ export class LlmClient {
     const entry = pick(entries, this.#preferred);
     if (!entry) {
       log.warn("no model loaded", { models: entries.length });
-      throw new AssistantError("no model loaded");
+      throw new AssistantError("no model loaded", { code: "no_model_loaded" });
     }
     const router = entry.status !== null;
     const nCtx = await this.#contextSize(entry, router, signal);
@@ -198,6 +199,7 @@ export class LlmClient {
       log.warn("llama-server stalled", { ms: this.#stallMs });
       internal.abort(
         new AssistantError("llama-server stalled", {
+          code: "llama_stalled",
           cause: new DOMException(
             `No data for ${this.#stallMs} ms`,
             "TimeoutError",
@@ -224,6 +226,7 @@ export class LlmClient {
       if (!response.body || !type.includes("text/event-stream")) {
         await response.body?.cancel();
         throw new AssistantError("malformed stream", {
+          code: "malformed_stream",
           cause: new TypeError(`Chat answered with content type "${type}"`),
         });
       }
@@ -266,11 +269,13 @@ export class LlmClient {
       tokens = (JSON.parse(answer) as { tokens?: unknown } | null)?.tokens;
     } catch (error) {
       throw new AssistantError("malformed answer from llama-server", {
+        code: "malformed_answer",
         cause: error,
       });
     }
     if (!Array.isArray(tokens)) {
       throw new AssistantError("malformed answer from llama-server", {
+        code: "malformed_answer",
         cause: new TypeError("POST /tokenize has no tokens array"),
       });
     }
@@ -322,6 +327,7 @@ export class LlmClient {
       return JSON.parse(text);
     } catch (error) {
       throw new AssistantError("malformed answer from llama-server", {
+        code: "malformed_answer",
         cause: error,
       });
     }
@@ -363,12 +369,16 @@ export class LlmClient {
     if (signal.aborted) {
       const reason: unknown = signal.reason;
       if (reason instanceof DOMException && reason.name === "TimeoutError") {
-        return new AssistantError("llama-server stalled", { cause: reason });
+        return new AssistantError("llama-server stalled", {
+          code: "llama_stalled",
+          cause: reason,
+        });
       }
       return reason;
     }
     if (error instanceof AssistantError) return error;
     return new AssistantError(`llama-server unreachable at ${this.#url}`, {
+      code: "llama_unreachable",
       cause: error,
     });
   }

@@ -79,6 +79,6 @@ export function httpError(
     new Error(`HTTP ${response.status} for ${path}`);
   return new AssistantError(
     `llama-server answered ${response.status}: ${quoted}`,
-    { quoted, cause },
+    { quoted, cause, code: "llama_http_error" },
   );
 }

@@ -44,6 +44,7 @@ export function deltaStream(
         stalled: (ms) =>
           new AssistantError("llama-server stalled", {
             cause: new DOMException(`No data for ${ms} ms`, "TimeoutError"),
+            code: "llama_stalled",
           }),
       }),
     );

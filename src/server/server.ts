@@ -15,14 +15,14 @@ import { LineStream } from "../streams/line_stream.ts";
 import { clearSocketPath, removeQuietly } from "./socket_path.ts";
 import { describeError, log } from "../base/log.ts";
 import {
+  BAD_COMMAND,
   type Command,
-  encodeEvent,
-  type Event,
+  LINE_TOO_LONG,
   MAX_LINE_BYTES,
-  parseCommand,
-  type Ref,
-  refField,
-} from "../protocol/protocol.ts";
+  parseLine,
+  type Refusal,
+} from "../protocol/commands.ts";
+import { encodeEvent, type Event, refField } from "../protocol/events.ts";
 
 /** What the server needs from the daemon's brain. */
 export interface Brain {
@@ -237,6 +237,7 @@ export class Server implements AsyncDisposable {
       log.warn("client refused", { client: id, max: this.#maxClients });
       client.send(encodeEvent({
         type: "error",
+        code: "too_many_clients",
         message: `too many clients (max ${this.#maxClients})`,
       }));
       client.end();
@@ -271,7 +272,7 @@ export class Server implements AsyncDisposable {
         if (next.done) break;
         const chunk = next.value;
         if ("tooLong" in chunk) {
-          this.#badLine(client, chunk.tooLong, "too long", "line too long");
+          this.#badLine(client, chunk.tooLong, LINE_TOO_LONG);
           continue;
         }
         const command = this.#parse(client, chunk.line);
@@ -318,37 +319,26 @@ export class Server implements AsyncDisposable {
     try {
       text = utf8.decode(line);
     } catch {
-      this.#badLine(client, line.length, "utf8", "bad command");
+      this.#badLine(client, line.length, BAD_COMMAND, "utf8");
       return null;
     }
     if (text.trim() === "") return null;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      this.#badLine(client, line.length, "json", "bad command");
-      return null;
-    }
-    const parsed = parseCommand(value);
+    const parsed = parseLine(text);
     if (!parsed.ok) {
-      const reason = parsed.message.startsWith("unknown command")
-        ? "unknown"
-        : "shape";
-      this.#badLine(client, line.length, reason, parsed.message, parsed.ref);
+      this.#badLine(client, line.length, parsed);
       return null;
     }
     return parsed.command;
   }
 
-  #badLine(
-    client: Client,
-    bytes: number,
-    reason: string,
-    message: string,
-    ref?: Ref,
-  ): void {
-    log.warn("bad line", { client: client.id, bytes, reason });
-    client.send(encodeEvent({ type: "error", message, ...refField(ref) }));
+  /** Answers a malformed line; the log names its length and code, never its content. */
+  #badLine(client: Client, bytes: number, no: Refusal, reason?: string): void {
+    const { code, message, ref } = no;
+    const why = reason ? { reason } : {};
+    log.warn("bad line", { client: client.id, bytes, code, ...why });
+    client.send(
+      encodeEvent({ type: "error", code, message, ...refField(ref) }),
+    );
   }
 
   /** Runs a command; an error becomes the asker's answer, with the command's ref. */
@@ -357,15 +347,24 @@ export class Server implements AsyncDisposable {
     try {
       return await this.#brain.handle(command);
     } catch (error) {
-      if (error instanceof AssistantError) {
-        return { type: "error", message: error.message, ...ref };
+      // An AssistantError with a code is meant for the client; anything
+      // else is a fault, named in the log only.
+      const meant = error instanceof AssistantError && error.code
+        ? error
+        : null;
+      if (!meant) {
+        log.error("command failed", {
+          client: client.id,
+          type: command.type,
+          error: describeError(error),
+        });
       }
-      log.error("command failed", {
-        client: client.id,
-        type: command.type,
-        error: describeError(error),
-      });
-      return { type: "error", message: `${command.type} failed`, ...ref };
+      return {
+        type: "error",
+        code: meant?.code ?? "command_failed",
+        message: meant?.message ?? `${command.type} failed`,
+        ...ref,
+      };
     }
   }
 }

@@ -127,7 +127,9 @@ export class Store implements Disposable {
       } else {
         const touched = this.#sql.touchConversation.run(now, conversation);
         if (Number(touched.changes) === 0) {
-          throw new AssistantError("no such conversation");
+          throw new AssistantError("no such conversation", {
+            code: "no_such_conversation",
+          });
         }
         id = conversation;
       }
@@ -171,10 +173,16 @@ export class Store implements Disposable {
     return this.#write(() => {
       const touched = this.#sql.touchConversation.run(now, conversation);
       if (Number(touched.changes) === 0) {
-        throw new AssistantError("no such conversation");
+        throw new AssistantError("no such conversation", {
+          code: "no_such_conversation",
+        });
       }
       const last = this.#sql.lastTurn.get(conversation);
-      if (!last) throw new AssistantError("nothing to retry");
+      if (!last) {
+        throw new AssistantError("nothing to retry", {
+          code: "nothing_to_retry",
+        });
+      }
       this.#sql.replaceTurn.run(
         turn.user,
         turn.reply,

@@ -70,7 +70,7 @@ Deno.test("allowed: every client is asked, the first answer counts, the second g
   await b.send({ type: "approve", call, allow: false });
   const rest = await b.until(isIdle);
   assert.deepEqual(rest.filter((e) => e.type === "error"), [
-    { type: "error", message: "no such call" },
+    { type: "error", code: "no_such_call", message: "no such call" },
   ]);
   assert.deepEqual(
     rest.filter((e) => e.type === "tool").map((e) => e.done),
@@ -143,7 +143,11 @@ Deno.test("no answer within confirm_timeout: declined, and every client is told"
   );
   assert.deepEqual(await runs(tools.dir), []);
   await a.send({ type: "approve", call: confirm.call, allow: true });
-  assert.deepEqual(await a.next(), { type: "error", message: "no such call" });
+  assert.deepEqual(await a.next(), {
+    type: "error",
+    code: "no_such_call",
+    message: "no such call",
+  });
   assert.deepEqual(await runs(tools.dir), []);
 });
 
@@ -169,7 +173,11 @@ Deno.test("stop cancels the wait: approved false, done stopped, the tool never r
     ]);
   }
   await a.send({ type: "approve", call: confirm.call, allow: true });
-  assert.deepEqual(await a.next(), { type: "error", message: "no such call" });
+  assert.deepEqual(await a.next(), {
+    type: "error",
+    code: "no_such_call",
+    message: "no such call",
+  });
   assert.deepEqual(await runs(tools.dir), []);
   assert.equal(llm.chats.length, 1, "no request follows a stopped wait");
 });

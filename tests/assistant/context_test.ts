@@ -208,6 +208,7 @@ Deno.test("a question longer than the context: the error names both sizes, the c
   assert.ok(refused.promptTokens! > 2048);
   assert.deepEqual(events.filter((e) => e.type === "error"), [{
     type: "error",
+    code: "question_too_long",
     message:
       `the question is too long for the model's context (${refused.promptTokens} tokens, the context holds 2048)`,
     turn: true,

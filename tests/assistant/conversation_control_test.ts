@@ -117,18 +117,31 @@ Deno.test("every answer kind and a turn's user, done and error carry the command
 
   // Command errors, from validation and from running, carry the ref.
   for (
-    const [command, message] of [
-      [{ type: "open", id: 99, ref: "e1" }, "no such conversation"],
-      [{ type: "ask", text: 5, ref: "e2" }, "bad text"],
-      [{ type: "dance", ref: "e3" }, "unknown command dance"],
-      [{ type: "retry", ref: "e4" }, "nothing to retry"],
-      [{ type: "rename", id: 1, title: " ", ref: "e5" }, "bad title"],
-      [{ ref: "e6" }, "bad command"],
+    const [command, code, message] of [
+      [
+        { type: "open", id: 99, ref: "e1" },
+        "no_such_conversation",
+        "no such conversation",
+      ],
+      [{ type: "ask", text: 5, ref: "e2" }, "bad_text", "bad text"],
+      [
+        { type: "dance", ref: "e3" },
+        "unknown_command",
+        "unknown command dance",
+      ],
+      [{ type: "retry", ref: "e4" }, "nothing_to_retry", "nothing to retry"],
+      [
+        { type: "rename", id: 1, title: " ", ref: "e5" },
+        "bad_title",
+        "bad title",
+      ],
+      [{ ref: "e6" }, "bad_command", "bad command"],
     ] as const
   ) {
     await a.send(command);
     assert.deepEqual(await a.next("error"), {
       type: "error",
+      code,
       message,
       ref: command.ref,
     });
@@ -139,6 +152,7 @@ Deno.test("every answer kind and a turn's user, done and error carry the command
   const failed = await turn(a, { type: "ask", text: "Again?", ref: 7 });
   assert.deepEqual(failed.find((e) => e.type === "error"), {
     type: "error",
+    code: "llama_http_error",
     message: "llama-server answered 500: out of memory",
     turn: true,
     ref: 7,
@@ -166,6 +180,7 @@ Deno.test("a wrong ref is answered bad ref and the command is not run", async ()
     await client.send({ type: "ask", text: "Should not run", ref });
     assert.deepEqual(await client.next(), {
       type: "error",
+      code: "bad_ref",
       message: "bad ref",
     }, JSON.stringify(ref));
   }
@@ -320,6 +335,7 @@ Deno.test("retry needs a last turn; during a reply it stops that reply first", a
     await client.send(command);
     assert.deepEqual(await client.next(), {
       type: "error",
+      code: "nothing_to_retry",
       message: "nothing to retry",
     });
   }
@@ -331,6 +347,7 @@ Deno.test("retry needs a last turn; during a reply it stops that reply first", a
   await client.send({ type: "retry" });
   assert.deepEqual(await client.next(), {
     type: "error",
+    code: "nothing_to_retry",
     message: "nothing to retry",
   });
   assert.equal(llm.chats[0]!.abortedAt, null);
@@ -390,11 +407,16 @@ Deno.test("rename reaches every client and the list; a bad title is refused", as
   assert.equal((await a.next("renamed")).title, longest);
   for (const title of ["", "   ", "é".repeat(201), 5, undefined]) {
     await a.send({ type: "rename", id: 1, title });
-    assert.deepEqual(await a.next(), { type: "error", message: "bad title" });
+    assert.deepEqual(await a.next(), {
+      type: "error",
+      code: "bad_title",
+      message: "bad title",
+    });
   }
   await a.send({ type: "rename", id: 9, title: "Nobody" });
   assert.deepEqual(await a.next(), {
     type: "error",
+    code: "no_such_conversation",
     message: "no such conversation",
   });
   await a.send({ type: "list" });
@@ -474,11 +496,13 @@ Deno.test("export writes a conversation with tool use as JSON that parses back a
   await client.send({ type: "export", id: 1, format: "pdf" });
   assert.deepEqual(await client.next(), {
     type: "error",
+    code: "bad_format",
     message: "bad format",
   });
   await client.send({ type: "export", id: 5 });
   assert.deepEqual(await client.next(), {
     type: "error",
+    code: "no_such_conversation",
     message: "no such conversation",
   });
 });

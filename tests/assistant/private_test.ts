@@ -195,6 +195,7 @@ Deno.test("new private needs a boolean and a private conversation gets no title"
   await client.send({ type: "new", private: "yes" });
   assert.deepEqual(await client.next(), {
     type: "error",
+    code: "bad_private",
     message: "bad private",
   });
   await client.send({ type: "new", private: true });

@@ -15,6 +15,7 @@ import {
   streamError,
 } from "../support/fake_llm.ts";
 import { isIdle } from "../support/socket_client.ts";
+import type { ErrorCode } from "../../src/protocol/protocol.ts";
 
 function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -23,7 +24,12 @@ function freePort(): number {
   return port;
 }
 
-const CASES: { name: string; script: Script; message: RegExp }[] = [
+const CASES: {
+  name: string;
+  script: Script;
+  code: ErrorCode;
+  message: RegExp;
+}[] = [
   {
     // The first question of a conversation: no history to leave out.
     name: "an HTTP 400 for a request longer than the context",
@@ -34,6 +40,7 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
       n_prompt_tokens: 5000,
       n_ctx: 4096,
     }),
+    code: "question_too_long",
     message:
       /^the question is too long for the model's context \(5000 tokens, the context holds 4096\)$/,
   },
@@ -43,6 +50,7 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
       message: "invalid 'tool_choice'",
       type: "invalid_request_error",
     }),
+    code: "llama_http_error",
     message: /^llama-server answered 400: invalid 'tool_choice'$/,
   },
   {
@@ -51,6 +59,7 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
       message: "Loading model",
       type: "unavailable_error",
     }),
+    code: "llama_http_error",
     message: /^llama-server answered 503: Loading model$/,
   },
   {
@@ -58,6 +67,7 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
     script: streamError("Context size has been exceeded.", {
       tokens: ["par", "tial"],
     }),
+    code: "llama_error",
     message: /^llama-server error: Context size has been exceeded\.$/,
   },
   {
@@ -67,12 +77,14 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
         "Failed to parse tool call arguments as JSON: Fine now, said the model",
       type: "server_error",
     }),
+    code: "llama_http_error",
     message:
       /^llama-server answered 500: Failed to parse tool call arguments as JSON: Fine now, said the model$/,
   },
   {
     name: "an error chunk that quotes the turn",
     script: streamError("Failed to parse input at pos 0: <tool_call>Fine now"),
+    code: "llama_error",
     message:
       /^llama-server error: Failed to parse input at pos 0: <tool_call>Fine now$/,
   },
@@ -83,21 +95,25 @@ const CASES: { name: string; script: Script; message: RegExp }[] = [
       tokens: ["a"],
       data: "Fine now, said the private chunk",
     }),
+    code: "malformed_stream",
     message: /^malformed stream$/,
   },
   {
     name: "a connection cut mid-stream",
     script: cut({ tokens: ["a", "b"] }),
+    code: "stream_closed_early",
     message: /^llama-server closed the stream early$/,
   },
   {
     name: "a stall before the first byte",
     script: stall(),
+    code: "llama_stalled",
     message: /^llama-server stalled$/,
   },
   {
     name: "a stall after some tokens",
     script: stall({ tokens: ["a"] }),
+    code: "llama_stalled",
     message: /^llama-server stalled$/,
   },
 ];
@@ -111,7 +127,7 @@ Deno.test("each llama-server fault ends the reply with its error, then a good as
   await using client = await daemon.connect();
   await client.next("hello");
 
-  for (const { name, script, message } of CASES) {
+  for (const { name, script, code, message } of CASES) {
     await t.step(name, async () => {
       llm.enqueue(script, reply({ content: ["Fine ", "now."] }));
       await client.send({ type: "ask", text: `Question for ${name}` });
@@ -119,6 +135,7 @@ Deno.test("each llama-server fault ends the reply with its error, then a good as
       const errors = failed.filter((e) => e.type === "error");
       assert.equal(errors.length, 1, JSON.stringify(failed));
       assert.equal(errors[0]!.turn, true);
+      assert.equal(errors[0]!.code, code);
       assert.match(errors[0]!.message as string, message);
       assert.ok(
         !failed.some((e) => e.type === "done"),
@@ -163,6 +180,7 @@ Deno.test("an unreachable llama-server is named in the error, and the daemon rec
   const error = failed.find((e) => e.type === "error");
   assert.deepEqual(error, {
     type: "error",
+    code: "llama_unreachable",
     message: `llama-server unreachable at ${url}`,
     turn: true,
   });

@@ -401,6 +401,16 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     words: ["--json"],
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);
+  assert.throws(() => parseAskArgs(["why", "-x"]), /Unknown option -x/);
+  assert.throws(() => parseAskArgs(["--json=no"]), /--json takes no value/);
+  // Flags anywhere before `--`; a lone `-` is a word.
+  assert.deepEqual(parseAskArgs(["why", "--json", "-"]), {
+    think: false,
+    json: true,
+    yes: false,
+    render: false,
+    words: ["why", "-"],
+  });
 });
 
 const weatherCall = (place: string) =>
@@ -705,4 +715,105 @@ Deno.test("ask --yes allows the calls of its own turn only, not a call another c
   assert.equal(decisions[1]!.allow, true);
   assert.notEqual(decisions[1]!.call, theirs);
   assert.deepEqual(await runs(tools.dir), ["Mine"]);
+});
+
+Deno.test("ask says the daemon shut down when a shutdown stops its reply, and exits 2", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(hold(["Start"]));
+  await using daemon = await startDaemon(llm.url);
+  await using ask = ClientProcess.spawn(
+    clientArgs(daemon.paths.socketPath, ["ask", "Go"]),
+    { env: clientEnv(daemon.paths.runtimeDir) },
+  );
+  await ask.waitFor("Start");
+  await daemon.stop();
+  assert.equal(await ask.exit(), 2);
+  assert.equal(ask.stdout, "Start\n");
+  assert.equal(
+    ask.stderr,
+    "The reply was stopped before it ended: the daemon shut down.\n",
+  );
+});
+
+/** A daemon on a temporary socket that answers one `ask` with `events` (each given the ask's ref). */
+async function scriptedDaemon(
+  events: Record<string, unknown>[],
+  run: (env: (name: string) => string | undefined) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "da-ask-" });
+  const listener = Deno.listen({
+    transport: "unix",
+    path: join(dir, "desktop-assistant.sock"),
+  });
+  const serving = (async () => {
+    const conn = await listener.accept();
+    const write = (value: unknown) =>
+      conn.write(new TextEncoder().encode(JSON.stringify(value) + "\n"));
+    await write({
+      type: "hello",
+      state: "idle",
+      model: null,
+      ctx_used: null,
+      ctx_max: null,
+      ctx_sent: null,
+      ctx_total: null,
+      id: null,
+      turns: [],
+      pending: null,
+    });
+    // Answers the first line, then reads until the client leaves.
+    let text = "";
+    let answered = false;
+    for await (
+      const chunk of conn.readable.pipeThrough(new TextDecoderStream())
+    ) {
+      text += chunk;
+      const newline = text.indexOf("\n");
+      if (answered || newline === -1) continue;
+      answered = true;
+      const { ref } = JSON.parse(text.slice(0, newline));
+      for (const event of events) await write({ ...event, ref });
+    }
+  })();
+  try {
+    await run((name) => name === "XDG_RUNTIME_DIR" ? dir : undefined);
+  } finally {
+    listener.close();
+    await serving.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("ask --json passes done.timings through as the daemon sent them", async () => {
+  const timings = {
+    prompt_n: 12,
+    cache_n: 300,
+    predicted_n: 2,
+    prompt_ms: 40.5,
+    predicted_ms: 80.25,
+  };
+  await scriptedDaemon([
+    { type: "user", text: "Quick?" },
+    { type: "token", delta: "Yes." },
+    { type: "done", id: 7, stopped: false, timings },
+  ], async (env) => {
+    let out = "";
+    const stdout = {
+      write: (bytes: Uint8Array) => {
+        out += new TextDecoder().decode(bytes);
+        return Promise.resolve(bytes.length);
+      },
+    };
+    const code = await runAsk(["--json", "Quick?"], {
+      env,
+      stdout,
+      stderr: stdout,
+      interrupt: new AbortController().signal,
+    });
+    assert.equal(code, 0, out);
+    const done = out.trimEnd().split("\n").map((line) => JSON.parse(line))
+      .at(-1);
+    assert.equal(done.type, "done");
+    assert.deepEqual(done.timings, timings);
+  });
 });

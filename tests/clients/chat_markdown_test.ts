@@ -285,7 +285,6 @@ function renderer(options: { raw?: boolean; drawing?: boolean } = {}) {
   return new Renderer({
     colors: true,
     think: true,
-    clearOnSwitch: false,
     markdown: options.drawing === false
       ? null
       : markdownDrawing({ columns: () => 60, rows: () => 24 }),

@@ -1,107 +1,13 @@
 import assert from "node:assert/strict";
-import {
-  formatArgs,
-  modelName,
-  Renderer,
-  sanitize,
-} from "../../src/clients/chat_render.ts";
+import { Renderer } from "../../src/clients/chat_render.ts";
+import { Screen } from "../support/screen.ts";
+import { textWidth } from "../../src/clients/terminal_text.ts";
 import type { BackendView, Event } from "../../src/protocol/protocol.ts";
-
-function render(
-  events: Event[],
-  options = { colors: false, think: true, clearOnSwitch: false },
-): string {
-  const renderer = new Renderer(options);
-  return events.map((event) => renderer.event(event)).join("");
-}
-
-Deno.test("a streamed turn: question, reasoning, tool status, answer, blank line", () => {
-  const out = render([
-    { type: "user", text: "Weather?" },
-    { type: "state", state: "thinking" },
-    { type: "think", delta: "Need the" },
-    { type: "think", delta: " tool." },
-    { type: "tool", name: "weather", done: false },
-    { type: "tool", name: "weather", done: true },
-    { type: "token", delta: "Sunny" },
-    { type: "token", delta: "." },
-    { type: "done", id: 4, stopped: false },
-  ]);
-  assert.equal(
-    out,
-    "> Weather?\n(thinking) Need the tool.\n[tool] weather … done\nSunny.\n\n",
-  );
-});
-
-Deno.test("--no-think hides reasoning entirely", () => {
-  const out = render([
-    { type: "user", text: "Q" },
-    { type: "think", delta: "private" },
-    { type: "token", delta: "A" },
-    { type: "done", id: 1, stopped: false },
-  ], { colors: false, think: false, clearOnSwitch: false });
-  assert.equal(out, "> Q\nA\n\n");
-});
-
-Deno.test("colours: reasoning dimmed, errors red; none without colours", () => {
-  const colored = render([
-    { type: "think", delta: "hmm" },
-    { type: "error", message: "llama-server stalled", turn: true },
-  ], { colors: true, think: true, clearOnSwitch: false });
-  assert.equal(
-    colored,
-    "\x1b[2mhmm\x1b[0m\n\x1b[31merror: llama-server stalled\x1b[0m\n",
-  );
-  const plain = render([{ type: "error", message: "bad id" }]);
-  assert.equal(plain, "error: bad id\n");
-});
-
-Deno.test("a stopped reply is marked and its line ended", () => {
-  const out = render([
-    { type: "user", text: "Go" },
-    { type: "token", delta: "Par" },
-    { type: "done", id: null, stopped: true },
-  ]);
-  assert.equal(out, "> Go\nPar\n[stopped]\n\n");
-});
-
-Deno.test("a reply cut short says why; the meter shows once the conversation no longer fits whole", () => {
-  const out = render([
-    { type: "user", text: "Go on" },
-    { type: "token", delta: "And then" },
-    {
-      type: "done",
-      id: 3,
-      stopped: false,
-      truncated: true,
-      truncated_by: "context",
-    },
-    { type: "ctx", used: 3900, max: 4096, sent: 6, total: 14 },
-    { type: "user", text: "Briefly" },
-    { type: "token", delta: "So" },
-    {
-      type: "done",
-      id: 3,
-      stopped: false,
-      truncated: true,
-      truncated_by: "max_tokens",
-    },
-    // Everything sent: no meter.
-    { type: "ctx", used: 900, max: 4096, sent: 2, total: 2 },
-  ]);
-  assert.equal(
-    out,
-    "> Go on\nAnd then\n[cut short: the context is full]\n\n" +
-      "context 3,900/4,096 · 6 of 14 turns\n" +
-      "> Briefly\nSo\n[cut short: the reply reached max_tokens]\n\n",
-  );
-});
 
 Deno.test("hello shows the meter when the last request left turns out", () => {
   const renderer = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: false,
   });
   const out = renderer.hello({
     type: "hello",
@@ -130,7 +36,6 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
   const renderer = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: false,
   });
   const out = renderer.hello({
     type: "hello",
@@ -168,7 +73,6 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
   const renderer = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: false,
   });
   const out = renderer.hello({
     type: "hello",
@@ -193,7 +97,6 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
   const asked = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: false,
   }).hello({
     type: "hello",
     state: "confirm",
@@ -225,7 +128,6 @@ Deno.test("lists, results with marked matches, and a deleted conversation", () =
   const renderer = new Renderer({
     colors: true,
     think: true,
-    clearOnSwitch: false,
   });
   const results = renderer.event({
     type: "results",
@@ -243,7 +145,6 @@ Deno.test("lists, results with marked matches, and a deleted conversation", () =
   const plain = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: false,
   });
   assert.equal(
     plain.event({ type: "conversations", items: [] }, { deleted: 3 }),
@@ -252,37 +153,38 @@ Deno.test("lists, results with marked matches, and a deleted conversation", () =
   assert.equal(plain.event({ type: "results", items: [] }), "no matches\n");
 });
 
-Deno.test("a conversation switch clears a terminal screen, and /new announces itself", () => {
+Deno.test("a conversation switch on a terminal scrolls the old one into the scrollback, erasing nothing", async () => {
   const renderer = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: true,
+    screenRows: () => 4,
   });
-  assert.equal(
-    renderer.event({ type: "conversation", id: null, turns: [] }),
-    "\x1b[H\x1b[2J\x1b[3J── new conversation ──\n",
-  );
-});
-
-Deno.test("text from the daemon cannot carry escape sequences to the terminal", () => {
-  assert.equal(sanitize("a\x1b]0;pwned\x07b\r\nc\u009b"), "a]0;pwnedb\nc");
-  const out = render([{ type: "token", delta: "\x1b[2Jx" }]);
-  assert.equal(out, "[2Jx");
-  assert.equal(modelName("/srv/models/Qwen3-8B.Q4.gguf"), "Qwen3-8B.Q4");
-});
-
-Deno.test("a retry says it replaces the last turn, and a stopped one that the last turn stays", () => {
-  const out = render([
-    { type: "user", text: "Again?", replaces: true, ref: "r" },
-    { type: "token", delta: "Half" },
-    { type: "done", id: 2, stopped: true, ref: "r" },
-    { type: "user", text: "New?" },
-    { type: "done", id: 2, stopped: true },
+  const shown = renderer.event({ type: "user", text: "Old question" }) +
+    renderer.event({ type: "token", delta: "Old answer." }) +
+    renderer.event({ type: "done", id: 1, stopped: false });
+  const switched = renderer.event({
+    type: "conversation",
+    id: null,
+    turns: [],
+  });
+  assert.equal(switched, "\n\n\n\x1b[H── new conversation ──\n");
+  using screen = new Screen({ columns: 40, rows: 4 });
+  await screen.write(shown + switched);
+  assert.deepEqual(screen.text(), [
+    "> Old question",
+    "Old answer.",
+    "",
+    "── new conversation ──",
   ]);
+  assert.equal(screen.cursorLine, 4);
+  // A transcript has no screen to clear: the header follows.
   assert.equal(
-    out,
-    "> Again? (replaces the last turn)\nHalf\n[stopped: the last turn stays]\n\n" +
-      "> New?\n[stopped]\n\n",
+    new Renderer({ colors: false, think: true }).event({
+      type: "conversation",
+      id: null,
+      turns: [],
+    }),
+    "── new conversation ──\n",
   );
 });
 
@@ -290,7 +192,6 @@ Deno.test("a private conversation says so in its header, on connect and on switc
   const renderer = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: false,
   });
   const hello = renderer.hello({
     type: "hello",
@@ -330,7 +231,6 @@ Deno.test("the header line says the backend state; a change shows as a line of i
   const renderer = new Renderer({
     colors: false,
     think: true,
-    clearOnSwitch: false,
   });
   const url = "http://127.0.0.1:8080";
   const hello = (backend: BackendView) =>
@@ -385,7 +285,6 @@ Deno.test("the header line says the backend state; a change shows as a line of i
   const colored = new Renderer({
     colors: true,
     think: true,
-    clearOnSwitch: false,
   });
   assert.equal(
     colored.event({
@@ -400,31 +299,171 @@ Deno.test("the header line says the backend state; a change shows as a line of i
   );
 });
 
-Deno.test("a call's arguments show as compact JSON, escape sequences removed, long ones cut", () => {
-  assert.equal(formatArgs({ place: "Paris" }), '{"place": "Paris"}');
+Deno.test("the backend line shows again only when what it says changes", () => {
+  const renderer = new Renderer({ colors: false, think: true });
+  const url = "http://127.0.0.1:8080";
+  const up = {
+    state: "up" as const,
+    url,
+    model: "/m/tiny.gguf",
+    ctx_max: 4096,
+    message: null,
+  };
+  renderer.hello({
+    type: "hello",
+    state: "idle",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
+    backend: up,
+    id: null,
+    turns: [],
+    pending: null,
+  });
+  // The context size and the url are not on the line: nothing to show.
+  assert.equal(renderer.event({ type: "backend", ...up, ctx_max: 8192 }), "");
   assert.equal(
-    formatArgs({ a: [1, true, null], b: { c: "x" } }),
-    '{"a": [1, true, null], "b": {"c": "x"}}',
+    renderer.event({ type: "backend", ...up, url: "http://[::1]:8080" }),
+    "",
   );
-  assert.equal(formatArgs({ t: "\x1b[2Jhi" }), '{"t": "\\u001b[2Jhi"}');
-  const long = formatArgs({ text: "y".repeat(1000) });
-  assert.equal(long.length, 400);
-  assert.ok(long.endsWith("…"));
+  const down = {
+    type: "backend" as const,
+    state: "down" as const,
+    url,
+    model: null,
+    ctx_max: null,
+    message: "no connection",
+  };
+  assert.equal(renderer.event(down), "backend down: no connection\n");
+  assert.equal(renderer.event(down), "");
+  assert.equal(
+    renderer.event({ type: "backend", ...up }),
+    "backend up · tiny\n",
+  );
 });
 
-Deno.test("a waiting call is asked on one line; the answer ends it, or a note says it was decided elsewhere", () => {
+Deno.test("at 40 columns every line chat draws fits, broken between words", () => {
   const renderer = new Renderer({
-    colors: false,
+    colors: true,
     think: true,
-    clearOnSwitch: false,
+    columns: () => 40,
   });
-  const view = { call: "c1", tool: "weather", args: { place: "Oslo" } };
+  const url = "http://127.0.0.1:8080";
+  const events: Event[] = [
+    { type: "user", text: "What is the weather like in Lisbon this weekend?" },
+    { type: "tool", name: "weather", done: false },
+    { type: "tool", name: "weather", done: true },
+    {
+      type: "done",
+      id: 3,
+      stopped: true,
+      truncated: true,
+      truncated_by: "max_tokens",
+    },
+    { type: "ctx", used: 3900, max: 4096, sent: 6, total: 14 },
+    {
+      type: "backend",
+      state: "down",
+      url,
+      model: null,
+      ctx_max: null,
+      message: `no connection to ${url} (connection refused)`,
+    },
+    {
+      type: "error",
+      code: "llama_http_error",
+      message: "llama-server answered 503: Loading model, please wait",
+      turn: true,
+    },
+    {
+      type: "conversations",
+      items: [{ id: 12, title: "A title of a good many words", updated: 0 }],
+    },
+    {
+      type: "results",
+      items: [{
+        id: 12,
+        title: "A title of a good many words",
+        snippet: "the **weather** in Lisbon this weekend is fine and dry",
+      }],
+    },
+    { type: "renamed", id: 12, title: "Weekend weather in Lisbon, Portugal" },
+    { type: "conversation", id: 12, turns: [] },
+  ];
+  const out = renderer.hello({
+    type: "hello",
+    state: "idle",
+    model: null,
+    ctx_used: null,
+    ctx_max: null,
+    ctx_sent: null,
+    ctx_total: null,
+    backend: {
+      state: "up",
+      url,
+      model: "/m/tiny.gguf",
+      ctx_max: 4096,
+      message: null,
+    },
+    id: null,
+    turns: [],
+    pending: null,
+  }) + events.map((event) => renderer.event(event)).join("") +
+    renderer.confirm({
+      call: "c1",
+      tool: "weather",
+      args: { place: "Lisbon, Portugal", days: ["Saturday", "Sunday"] },
+    }) + renderer.approved(false, false) +
+    renderer.info("usage: /rename N title (N a number from /list)");
+  // deno-lint-ignore no-control-regex
+  const lines = out.replace(/\x1b\[[0-9;]*m/g, "").split("\n");
+  for (const line of lines) {
+    assert.ok(
+      textWidth(line) <= 40,
+      `${JSON.stringify(line)} is wider than 40`,
+    );
+  }
+  const words = new Set(lines.join(" ").split(/\s+/));
+  for (
+    const word of [
+      "desktop-assistant",
+      "Lisbon",
+      "weekend?",
+      "(connection",
+      "refused)",
+      'Portugal"',
+      '{"place":',
+      "[y/N]",
+      "max_tokens]",
+      "(answered",
+    ]
+  ) assert.ok(words.has(word), `${word} was cut:\n${lines.join("\n")}`);
+});
+
+Deno.test("the meter says how many earlier turns the summary covers", () => {
+  const renderer = new Renderer({ colors: false, think: true });
   assert.equal(
-    renderer.confirm(view) + renderer.approved(true, true),
-    'run weather {"place": "Oslo"}? [y/N] allowed\n',
+    renderer.event({
+      type: "ctx",
+      used: 3900,
+      max: 4096,
+      sent: 6,
+      total: 14,
+      summarized: 8,
+    }),
+    "context 3,900/4,096 · 6 of 14 turns · 8 in the summary\n",
   );
   assert.equal(
-    renderer.confirm(view) + renderer.approved(false, false),
-    'run weather {"place": "Oslo"}? [y/N] declined (answered elsewhere or timed out)\n',
+    renderer.event({
+      type: "ctx",
+      used: 900,
+      max: 4096,
+      sent: 2,
+      total: 2,
+      summarized: 0,
+    }),
+    "",
   );
 });

@@ -25,6 +25,7 @@ import {
   reply,
 } from "../support/fake_llm.ts";
 import { runs, weatherTools } from "../support/weather_tool.ts";
+import { Screen } from "../support/screen.ts";
 
 type Chats = { messages: { role: string; content: string }[] };
 
@@ -413,7 +414,14 @@ Deno.test("parseChatArgs takes --no-think, --raw and --export-dir and names anyt
     exportDir: "/tmp/x",
   });
   assert.throws(() => parseChatArgs(["--export-dir"]), /needs a directory/);
+  assert.throws(() => parseChatArgs(["--export-dir="]), /needs a directory/);
+  assert.throws(
+    () => parseChatArgs(["--export-dir", "--raw"]),
+    /--export-dir needs a directory: usage: main\.ts chat/,
+  );
   assert.throws(() => parseChatArgs(["--loud"]), /Unknown argument --loud/);
+  assert.throws(() => parseChatArgs(["stray"]), /Unknown argument stray/);
+  assert.throws(() => parseChatArgs(["--raw=1"]), /--raw takes no value/);
 });
 
 Deno.test("piped chat: /retry, /edit, /rename, /export and /private", async () => {
@@ -651,5 +659,95 @@ Deno.test({
     await chat.type("\x04");
     assert.equal(await chat.exit(), 0);
     assert.deepEqual(await runs(tools.dir), ["Paris"]);
+  },
+});
+
+Deno.test({
+  name:
+    `chat in a terminal: /new, /private and /open leave the scrollback as it was${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    llm.enqueue(reply({ content: ["First", " answer."] }));
+    await using daemon = await startDaemon(llm.url);
+    const size = { columns: 60, rows: 12 };
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true, size },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("Remember me\r");
+    at = await chat.waitFor("First answer.", at);
+    for (
+      const [command, shown] of [
+        ["/new", "── new conversation ──"],
+        ["/private", "── private conversation · not saved ──"],
+        ["/open 1", "── conversation #1 · 1 turn ──"],
+      ] as const
+    ) {
+      at = await chat.waitFor(/> \r/, at);
+      await chat.type(`${command}\r`);
+      at = await chat.waitFor(shown, at);
+    }
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+    using screen = new Screen(size);
+    await screen.write(chat.stdout);
+    const text = screen.text();
+    // The first question and its answer, shown before any switch, are
+    // still there to scroll back to, before the conversation opened again.
+    const first = text.indexOf("> Remember me");
+    assert.ok(first !== -1, text.join("\n"));
+    assert.equal(text[first + 1], "First answer.");
+    const reopened = text.indexOf("── conversation #1 · 1 turn ──");
+    assert.ok(first < text.indexOf("── new conversation ──"), text.join("\n"));
+    assert.ok(first < reopened, text.join("\n"));
+    assert.ok(!chat.stdout.includes("\x1b[3J"), "the scrollback was erased");
+  },
+});
+
+Deno.test({
+  name:
+    `chat in a terminal 40 columns wide: the header and /help wrap between words, never past the edge${PTY_SKIP}`,
+  ignore: !hasScript,
+  async fn() {
+    await using llm = await FakeLlm.start();
+    await using daemon = await startDaemon(llm.url);
+    const size = { columns: 40, rows: 50 };
+    await using chat = ClientProcess.spawn(
+      clientArgs(daemon.paths.socketPath, ["chat"]),
+      { env: clientEnv(daemon.paths.runtimeDir), pty: true, size },
+    );
+    let at = await chat.waitFor(/> \r/);
+    await chat.type("/help\r");
+    at = await chat.waitFor("/quit leaves", at);
+    at = await chat.waitFor(/from its\s+cache\./, at);
+    await chat.waitFor(/> \r/, at);
+    await chat.type("\x04");
+    assert.equal(await chat.exit(), 0);
+    using screen = new Screen({ ...size, rows: 200 });
+    await screen.write(chat.stdout);
+    // A line the terminal had to wrap reads back as one longer line.
+    const lines = screen.text();
+    for (const line of lines) {
+      assert.ok(
+        line.length <= 40,
+        `wider than 40 columns: ${JSON.stringify(line)}`,
+      );
+    }
+    // Whole words: every word of the help is on one line.
+    const words = lines.join(" ").split(/\s+/);
+    for (
+      const word of [
+        "desktop-assistant",
+        "/private",
+        "conversation:",
+        "approval",
+        "Ctrl-C",
+      ]
+    ) {
+      assert.ok(words.includes(word), `${word} was cut: ${lines.join("\n")}`);
+    }
   },
 });

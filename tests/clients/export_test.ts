@@ -122,4 +122,6 @@ Deno.test("parseExportArgs takes one id and --json in any order", () => {
   for (const args of [[], ["1", "2"], ["1.5"], ["x"], ["--md", "1"]]) {
     assert.throws(() => parseExportArgs(args), TypeError, args.join(" "));
   }
+  assert.throws(() => parseExportArgs(["--md", "1"]), /Unknown option --md/);
+  assert.throws(() => parseExportArgs(["1", "2"]), /Give one conversation id/);
 });

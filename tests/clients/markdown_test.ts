@@ -162,3 +162,22 @@ Deno.test("control characters are shown, not obeyed; widths count wide and combi
   assert.equal(screenRows("x".repeat(10), 10), 1);
   assert.equal(screenRows("x".repeat(11), 10), 2);
 });
+
+Deno.test("prose wraps at a readable width on a wide screen; code and tables keep the screen's", async () => {
+  const words = "the quick brown fox jumps over the lazy dog ".repeat(8).trim();
+  const code = "x".repeat(150);
+  using screen = await shown(
+    `${words}\n\n- ${words}\n\n> ${words}\n\n\`\`\`\n${code}\n\`\`\``,
+    200,
+  );
+  const text = screen.text();
+  const prose = text.filter((line) => line.includes("quick"));
+  assert.ok(prose.length >= 9, text.join("\n"));
+  for (const line of prose) {
+    assert.ok(textWidth(line) <= 82, `${line.length}: ${line}`);
+  }
+  assert.ok(text.includes(code), "a code line is never wrapped");
+  // A narrow screen is narrower than the readable width: it wins.
+  using narrow = await shown(words, 40);
+  assert.ok(narrow.text().every((line) => line.length <= 40));
+});

@@ -103,6 +103,7 @@ Deno.test("no usable model: no model loaded, and no chat request is sent", async
   await using _daemon = daemon;
   assert.deepEqual(events.find((e) => e.type === "error"), {
     type: "error",
+    code: "no_model_loaded",
     message: "no model loaded",
     turn: true,
   });

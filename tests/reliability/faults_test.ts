@@ -348,6 +348,7 @@ Deno.test("a TCP reset mid-stream ends the reply with an error; the next ask wor
     assert.deepEqual(events, [
       {
         type: "error",
+        code: "stream_closed_early",
         message: "llama-server closed the stream early",
         turn: true,
       },
@@ -424,6 +425,7 @@ Deno.test("llama-server killed mid-stream: an error, refused while it is down, t
     assert.deepEqual(events, [
       {
         type: "error",
+        code: "stream_closed_early",
         message: "llama-server closed the stream early",
         turn: true,
       },

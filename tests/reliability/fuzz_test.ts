@@ -139,7 +139,7 @@ function answerToCommand(
       return existing.has(value.id) ? REJECT : missing;
     case "export": {
       if (!isId(value.id)) return bad("bad id");
-      const format = value.format ?? "markdown";
+      const format = value.format === undefined ? "markdown" : value.format;
       if (format !== "markdown" && format !== "json") return bad("bad format");
       return existing.has(value.id)
         ? { kind: "export", id: value.id, format }
@@ -712,6 +712,13 @@ async function baseline(
   return { list, opened, results, exports, rows: storedRows(dbPath) };
 }
 
+/** The code beside each message this suite expects: the message in snake case. */
+function codeOf(message: string): string {
+  return message.startsWith("unknown command ")
+    ? "unknown_command"
+    : message.replaceAll(" ", "_");
+}
+
 function check(
   want: Answer,
   got: Received | undefined,
@@ -723,7 +730,12 @@ function check(
   assert.deepEqual(got.ref, want.ref, "the ref echoed");
   switch (want.kind) {
     case "error":
-      assert.deepEqual(got, { type: "error", message: want.message, ...ref });
+      assert.deepEqual(got, {
+        type: "error",
+        code: codeOf(want.message),
+        message: want.message,
+        ...ref,
+      });
       return;
     case "pong":
       assert.equal(got.type, "pong");

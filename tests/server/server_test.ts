@@ -52,7 +52,13 @@ class ScriptedBrain implements Brain {
         return { type: "conversations", items: [] };
       case "ask":
         if (command.text === "refuse") {
-          throw new AssistantError("no model loaded");
+          throw new AssistantError("no model loaded", {
+            code: "no_model_loaded",
+          });
+        }
+        if (command.text === "uncoded") {
+          // Meant for people, but with no code a client could match.
+          throw new AssistantError("the cupboard is bare");
         }
         this.asked.push(command.text);
         this.server?.broadcast({ type: "user", text: command.text });
@@ -161,48 +167,81 @@ async function pingPong(client: SocketClient): Promise<void> {
 Deno.test("each malformed command gets its error and the connection stays usable", async () => {
   await using t = await setup();
   await using client = await t.connect();
-  const cases: [string, string][] = [
-    ["not json hunter2", "bad command"],
-    ['{"type":"ping"', "bad command"],
-    ["[]", "bad command"],
-    ["3", "bad command"],
-    ["null", "bad command"],
-    ['"x"', "bad command"],
-    ['{"type":5}', "bad command"],
-    ['{"text":"hunter2"}', "bad command"],
-    ['{"type":"fly"}', "unknown command fly"],
-    ['{"type":"ask","text":5,"secret":"hunter2"}', "bad text"],
-    ['{"type":"ask"}', "bad text"],
-    ['{"type":"search","q":null}', "bad query"],
-    ['{"type":"open","id":"7"}', "bad id"],
-    ['{"type":"delete","id":1.5}', "bad id"],
-    ['{"type":"delete","id":9}', "delete failed"],
-    ['{"type":"ask","text":"refuse"}', "no model loaded"],
+  const cases: [string, string, string][] = [
+    ["not json hunter2", "bad_command", "bad command"],
+    ['{"type":"ping"', "bad_command", "bad command"],
+    ["[]", "bad_command", "bad command"],
+    ["3", "bad_command", "bad command"],
+    ["null", "bad_command", "bad command"],
+    ['"x"', "bad_command", "bad command"],
+    ['{"type":5}', "bad_command", "bad command"],
+    ['{"text":"hunter2"}', "bad_command", "bad command"],
+    ['{"type":"fly"}', "unknown_command", "unknown command fly"],
+    ['{"type":"ask","text":5,"secret":"hunter2"}', "bad_text", "bad text"],
+    ['{"type":"ask"}', "bad_text", "bad text"],
+    ['{"type":"search","q":null}', "bad_query", "bad query"],
+    ['{"type":"open","id":"7"}', "bad_id", "bad id"],
+    ['{"type":"delete","id":1.5}', "bad_id", "bad id"],
+    ['{"type":"export","id":1,"format":null}', "bad_format", "bad format"],
+    ['{"type":"delete","id":9}', "command_failed", "delete failed"],
+    ['{"type":"ask","text":"refuse"}', "no_model_loaded", "no model loaded"],
+    ['{"type":"ask","text":"uncoded"}', "command_failed", "ask failed"],
   ];
-  for (const [line, message] of cases) {
+  for (const [line, code, message] of cases) {
     await client.sendLine(line);
     const error = await client.next("error");
-    assert.deepEqual(error, { type: "error", message }, `for ${line}`);
+    assert.deepEqual(error, { type: "error", code, message }, `for ${line}`);
     await pingPong(client);
   }
   // The brain saw only the well-formed commands.
   assert.deepEqual(
     t.brain.commands.filter((c) => c.type !== "ping"),
-    [{ type: "delete", id: 9 }, { type: "ask", text: "refuse" }],
+    [
+      { type: "delete", id: 9 },
+      { type: "ask", text: "refuse" },
+      { type: "ask", text: "uncoded" },
+    ],
   );
   const log = t.logs.lines.join("");
-  assert.equal(log.match(/ bad line /g)?.length, 14);
-  for (const reason of ["json", "shape", "unknown"]) {
+  assert.equal(log.match(/ bad line /g)?.length, 15);
+  for (const code of ["bad_command", "unknown_command", "bad_text"]) {
     assert.match(
       log,
-      new RegExp(`bad line client=\\d+ bytes=\\d+ reason=${reason}\\n`),
+      new RegExp(`bad line client=\\d+ bytes=\\d+ code=${code}\\n`),
     );
   }
   assert.match(
     log,
     /command failed client=\d+ type=delete error=.*database is locked/,
   );
+  assert.match(log, /command failed client=\d+ type=ask error=.*cupboard/);
   assert.doesNotMatch(log, /hunter2/);
+});
+
+Deno.test("a command's error carries its ref beside the code, raised or refused", async () => {
+  await using t = await setup();
+  await using client = await t.connect();
+  await client.sendLine('{"type":"open","id":"x","ref":"r1"}');
+  assert.deepEqual(await client.next("error"), {
+    type: "error",
+    code: "bad_id",
+    message: "bad id",
+    ref: "r1",
+  });
+  await client.sendLine('{"type":"ask","text":"refuse","ref":2}');
+  assert.deepEqual(await client.next("error"), {
+    type: "error",
+    code: "no_model_loaded",
+    message: "no model loaded",
+    ref: 2,
+  });
+  await client.sendLine('{"type":"delete","id":3,"ref":"r3"}');
+  assert.deepEqual(await client.next("error"), {
+    type: "error",
+    code: "command_failed",
+    message: "delete failed",
+    ref: "r3",
+  });
 });
 
 Deno.test("blank lines and a blank ask are ignored without an answer", async () => {
@@ -218,11 +257,15 @@ Deno.test("invalid UTF-8 is a bad command, logged as utf8", async () => {
   await using t = await setup();
   await using client = await t.connect();
   await client.sendRaw(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d, 0x0a]));
-  assert.equal((await client.next("error")).message, "bad command");
+  assert.deepEqual(await client.next("error"), {
+    type: "error",
+    code: "bad_command",
+    message: "bad command",
+  });
   await pingPong(client);
   assert.match(
     t.logs.lines.join(""),
-    /bad line client=\d+ bytes=4 reason=utf8/,
+    /bad line client=\d+ bytes=4 code=bad_command reason=utf8/,
   );
 });
 
@@ -256,12 +299,16 @@ Deno.test("a line of exactly 1 MiB is processed; 1 MiB + 1 byte is too long and 
   assert.equal(user.text.length, text.length);
 
   await client.sendLine(`{"type":"ask","text":"${text}b"}`);
-  assert.equal((await client.next("error")).message, "line too long");
+  assert.deepEqual(await client.next("error"), {
+    type: "error",
+    code: "line_too_long",
+    message: "line too long",
+  });
   await pingPong(client);
   assert.equal(t.brain.asked.length, 1);
   assert.match(
     t.logs.lines.join(""),
-    /bad line client=\d+ bytes=1048577 reason="too long"/,
+    /bad line client=\d+ bytes=1048577 code=line_too_long/,
   );
 });
 
@@ -460,6 +507,7 @@ Deno.test("max_clients + 1: the last connection gets the error and is closed", a
   await using c = await SocketClient.connect(t.path);
   assert.deepEqual(await c.next(), {
     type: "error",
+    code: "too_many_clients",
     message: "too many clients (max 2)",
   });
   assert.deepEqual(await c.closed(), []);

@@ -335,6 +335,7 @@ Deno.test("search worker: through the socket, a crash is answered search failed 
   await client.send({ type: "search", q: "wombat" });
   assert.deepEqual(await client.next(), {
     type: "error",
+    code: "command_failed",
     message: "search failed",
   });
   await client.send({ type: "search", q: "wombat" });

@@ -166,6 +166,7 @@ Deno.test("a stopped reply is shown as stopped, a failed one with its error", ()
     { type: "user", text: "Again" },
     {
       type: "error",
+      code: "llama_unreachable",
       message: "llama-server unreachable at http://127.0.0.1:8080",
       turn: true,
     },
@@ -174,7 +175,11 @@ Deno.test("a stopped reply is shown as stopped, a failed one with its error", ()
   assert.equal(failed.status, "error");
   assert.match(failed.error!, /unreachable/);
   // A command's error is a notice, not a turn.
-  feed(model, { type: "error", message: "unknown command retry" });
+  feed(model, {
+    type: "error",
+    code: "unknown_command",
+    message: "unknown command retry",
+  });
   assert.deepEqual(model.takeNotices().map((n: { text: string }) => n.text), [
     "unknown command retry",
   ]);
@@ -669,7 +674,12 @@ Deno.test("search results are paired with their query by ref", () => {
   // A search that fails is answered by its error: the next query's results
   // are that query's.
   model.searchSent("web-4", "dog");
-  feed(model, { type: "error", message: "search failed", ref: "web-4" });
+  feed(model, {
+    type: "error",
+    code: "command_failed",
+    message: "search failed",
+    ref: "web-4",
+  });
   assert.deepEqual(notices(model), ["search failed"]);
   assert.equal(model.searching("dog"), false);
   model.searchSent("web-5", "dog");

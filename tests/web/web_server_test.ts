@@ -200,6 +200,7 @@ Deno.test("the bridge is line for line: the page sees exactly what a socket clie
   page.send("this is not JSON");
   assert.deepEqual(await page.next(), {
     type: "error",
+    code: "bad_command",
     message: "bad command",
   });
 

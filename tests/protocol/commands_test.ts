@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
+import { COMMAND_ERROR_CODES } from "../../src/base/error_codes.ts";
 import {
   DEFAULT_SEARCH_LIMIT,
   parseCommand,
   parseLine,
-} from "../../src/protocol/protocol.ts";
+} from "../../src/protocol/commands.ts";
 
 Deno.test("parseLine answers bad command for anything that is not an object with a string type", () => {
   for (
@@ -22,7 +23,7 @@ Deno.test("parseLine answers bad command for anything that is not an object with
   ) {
     assert.deepEqual(
       parseLine(line),
-      { ok: false, message: "bad command" },
+      { ok: false, code: "bad_command", message: "bad command" },
       line,
     );
   }
@@ -31,6 +32,7 @@ Deno.test("parseLine answers bad command for anything that is not an object with
 Deno.test("parseLine names an unknown command", () => {
   assert.deepEqual(parseLine('{"type":"dance"}'), {
     ok: false,
+    code: "unknown_command",
     message: "unknown command dance",
   });
 });
@@ -38,10 +40,12 @@ Deno.test("parseLine names an unknown command", () => {
 Deno.test("ask needs string text and ignores blank text", () => {
   assert.deepEqual(parseCommand({ type: "ask" }), {
     ok: false,
+    code: "bad_text",
     message: "bad text",
   });
   assert.deepEqual(parseCommand({ type: "ask", text: 5 }), {
     ok: false,
+    code: "bad_text",
     message: "bad text",
   });
   assert.deepEqual(parseCommand({ type: "ask", text: " \n\t" }), {
@@ -59,6 +63,7 @@ Deno.test("open and delete need an integer id", () => {
     for (const id of [undefined, "1", 1.5, NaN, null, 2 ** 60, [1]]) {
       assert.deepEqual(parseCommand({ type, id }), {
         ok: false,
+        code: "bad_id",
         message: "bad id",
       }, `${type} ${id}`);
     }
@@ -72,14 +77,17 @@ Deno.test("open and delete need an integer id", () => {
 Deno.test("search needs a string query and defaults its limit", () => {
   assert.deepEqual(parseCommand({ type: "search" }), {
     ok: false,
+    code: "bad_query",
     message: "bad query",
   });
   assert.deepEqual(parseCommand({ type: "search", q: 1 }), {
     ok: false,
+    code: "bad_query",
     message: "bad query",
   });
   assert.deepEqual(parseCommand({ type: "search", q: "x", limit: 0 }), {
     ok: false,
+    code: "bad_limit",
     message: "bad limit",
   });
   assert.deepEqual(parseCommand({ type: "search", q: "x" }), {
@@ -99,6 +107,7 @@ Deno.test("list takes an optional positive limit", () => {
   });
   assert.deepEqual(parseCommand({ type: "list", limit: "2" }), {
     ok: false,
+    code: "bad_limit",
     message: "bad limit",
   });
 });
@@ -163,7 +172,11 @@ Deno.test("ref: a string of at most 128 characters or a safe integer, on any com
     for (
       const value of [{ type: "ping", ref }, { type: "nope", ref }, { ref }]
     ) {
-      assert.deepEqual(parseCommand(value), { ok: false, message: "bad ref" });
+      assert.deepEqual(parseCommand(value), {
+        ok: false,
+        code: "bad_ref",
+        message: "bad ref",
+      });
     }
   }
 });
@@ -171,16 +184,19 @@ Deno.test("ref: a string of at most 128 characters or a safe integer, on any com
 Deno.test("ref is echoed on every validation error it can be", () => {
   assert.deepEqual(parseCommand({ type: "ask", text: 1, ref: "r" }), {
     ok: false,
+    code: "bad_text",
     message: "bad text",
     ref: "r",
   });
   assert.deepEqual(parseCommand({ type: "dance", ref: 4 }), {
     ok: false,
+    code: "unknown_command",
     message: "unknown command dance",
     ref: 4,
   });
   assert.deepEqual(parseCommand({ ref: "r" }), {
     ok: false,
+    code: "bad_command",
     message: "bad command",
     ref: "r",
   });
@@ -202,6 +218,7 @@ Deno.test("retry, edit, rename, export and new private", () => {
   });
   assert.deepEqual(parseCommand({ type: "edit" }), {
     ok: false,
+    code: "bad_text",
     message: "bad text",
   });
   assert.deepEqual(parseCommand({ type: "edit", text: "\n" }), {
@@ -215,11 +232,13 @@ Deno.test("retry, edit, rename, export and new private", () => {
   for (const title of ["", " ", "x".repeat(201), 3, null]) {
     assert.deepEqual(parseCommand({ type: "rename", id: 2, title }), {
       ok: false,
+      code: "bad_title",
       message: "bad title",
     });
   }
   assert.deepEqual(parseCommand({ type: "rename", id: "2", title: "x" }), {
     ok: false,
+    code: "bad_id",
     message: "bad id",
   });
   assert.deepEqual(parseCommand({ type: "export", id: 2 }), {
@@ -230,10 +249,14 @@ Deno.test("retry, edit, rename, export and new private", () => {
     ok: true,
     command: { type: "export", id: 2, format: "json" },
   });
-  assert.deepEqual(parseCommand({ type: "export", id: 2, format: "html" }), {
-    ok: false,
-    message: "bad format",
-  });
+  // Only an absent format is the default: null, "" or any other is refused.
+  for (const format of ["html", null, "", false, "JSON"]) {
+    assert.deepEqual(parseCommand({ type: "export", id: 2, format }), {
+      ok: false,
+      code: "bad_format",
+      message: "bad format",
+    }, String(format));
+  }
   assert.deepEqual(parseCommand({ type: "new", private: true }), {
     ok: true,
     command: { type: "new", private: true },
@@ -244,6 +267,7 @@ Deno.test("retry, edit, rename, export and new private", () => {
   });
   assert.deepEqual(parseCommand({ type: "new", private: 1 }), {
     ok: false,
+    code: "bad_private",
     message: "bad private",
   });
 });
@@ -252,6 +276,7 @@ Deno.test("an inherited property name is no command", () => {
   for (const type of ["constructor", "__proto__", "toString"]) {
     assert.deepEqual(parseCommand({ type }), {
       ok: false,
+      code: "unknown_command",
       message: `unknown command ${type}`,
     });
   }
@@ -269,13 +294,42 @@ Deno.test("approve needs a string call and a boolean allow", () => {
   for (const call of ["", 7, null, undefined]) {
     assert.deepEqual(
       parseCommand({ type: "approve", call, allow: true }),
-      { ok: false, message: "bad call" },
+      { ok: false, code: "bad_call", message: "bad call" },
     );
   }
   for (const allow of ["yes", 1, null, undefined]) {
     assert.deepEqual(
       parseCommand({ type: "approve", call: "c-1", allow }),
-      { ok: false, message: "bad allow" },
+      { ok: false, code: "bad_allow", message: "bad allow" },
     );
   }
+});
+
+Deno.test("every refusal carries a command error code from the protocol's list", () => {
+  const values: unknown[] = [
+    null,
+    { ref: 0.5 },
+    { type: "dance" },
+    { type: "ask" },
+    { type: "search" },
+    { type: "search", q: "x", limit: -1 },
+    { type: "open" },
+    { type: "rename", id: 1 },
+    { type: "export", id: 1, format: null },
+    { type: "new", private: "yes" },
+    { type: "approve" },
+    { type: "approve", call: "c" },
+  ];
+  const codes = new Set<string>();
+  for (const value of values) {
+    const parsed = parseCommand(value);
+    assert.equal(parsed.ok, false, JSON.stringify(value));
+    if (parsed.ok) continue;
+    assert.ok(
+      (COMMAND_ERROR_CODES as readonly string[]).includes(parsed.code),
+      parsed.code,
+    );
+    codes.add(parsed.code);
+  }
+  assert.equal(codes.size, values.length, [...codes].join(" "));
 });

@@ -1,0 +1,212 @@
+/**
+ * The inbound half of the protocol: each command's shape, checked, and the
+ * error (code and message) a malformed one is answered with. No I/O here,
+ * so every rule is testable alone.
+ */
+import type { ErrorCode } from "../base/error_codes.ts";
+import { type ExportFormat, type Ref, refField } from "./events.ts";
+
+/** Longest accepted inbound line, in bytes, without its newline. */
+export const MAX_LINE_BYTES = 1024 * 1024;
+
+/** Default and ceiling for `search` and `list` limits. */
+export const DEFAULT_SEARCH_LIMIT = 50;
+/** Conversations a `list` without a limit (and a `delete`) answers with: the newest ones. */
+export const DEFAULT_LIST_LIMIT = 1000;
+/** Largest `limit` accepted by `search` and `list`. */
+export const MAX_LIMIT = 10_000;
+
+/** Longest `ref` string, in characters. */
+export const MAX_REF_CHARS = 128;
+/** Longest conversation title, in characters. */
+export const MAX_TITLE_CHARS = 200;
+
+/** A validated inbound command, with the client's `ref` when it sent one. */
+export type Command =
+  & (
+    | { type: "ask"; text: string }
+    | { type: "retry" }
+    | { type: "edit"; text: string }
+    | { type: "stop" }
+    | { type: "new"; private?: true }
+    | { type: "list"; limit?: number }
+    | { type: "open"; id: number }
+    | { type: "search"; q: string; limit: number }
+    | { type: "delete"; id: number }
+    | { type: "rename"; id: number; title: string }
+    | { type: "export"; id: number; format: ExportFormat }
+    | { type: "ping" }
+    | { type: "approve"; call: string; allow: boolean }
+  )
+  & { ref?: Ref };
+
+/** A command refused: what the `error` answer carries. */
+export interface Refusal {
+  ok: false;
+  code: ErrorCode;
+  message: string;
+  ref?: Ref;
+}
+
+/** Result of validating one parsed line: a command, an error answer, or nothing to do. */
+export type Parsed =
+  | { ok: true; command: Command }
+  | Refusal
+  | { ok: true; command: null };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function validId(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value);
+}
+
+function validLimit(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0;
+}
+
+function validRef(value: unknown): value is Ref {
+  if (typeof value === "number") return Number.isSafeInteger(value);
+  if (typeof value !== "string") return false;
+  // Characters, not UTF-16 units: an emoji counts once.
+  if (value.length <= MAX_REF_CHARS) return true;
+  if (value.length > 2 * MAX_REF_CHARS) return false;
+  let count = 0;
+  for (const _ of value) if (++count > MAX_REF_CHARS) return false;
+  return true;
+}
+
+/** A title as stored: whitespace runs made single spaces, lone surrogates replaced; null when empty or too long. */
+export function cleanTitle(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  const title = value.trim().split(/\s+/).join(" ").toWellFormed();
+  const chars = Array.from(title).length;
+  return chars >= 1 && chars <= MAX_TITLE_CHARS ? title : null;
+}
+
+type Fields = Record<string, unknown>;
+type Body = { ok: true; command: Command | null } | Refusal;
+
+/** The codes whose message is the code in words (`bad_id` is `bad id`). */
+type PlainCode = Extract<ErrorCode, `bad_${string}`>;
+
+const fail = (code: PlainCode): Body => ({
+  ok: false,
+  code,
+  message: code.replace("_", " "),
+});
+const run = (command: Command | null): Body => ({ ok: true, command });
+
+/** Text as the store keeps it (a lone surrogate becomes U+FFFD); null for blank text, which is ignored. */
+function question(value: Fields, make: (text: string) => Command): Body {
+  if (typeof value.text !== "string") return fail("bad_text");
+  if (value.text.trim() === "") return run(null);
+  return run(make(value.text.toWellFormed()));
+}
+
+/** Each command's fields, checked; the error codes and messages are the protocol's. */
+const SHAPES: Record<string, (value: Fields) => Body> = {
+  ask: (value) => question(value, (text) => ({ type: "ask", text })),
+  edit: (value) => question(value, (text) => ({ type: "edit", text })),
+  open: (value) =>
+    validId(value.id) ? run({ type: "open", id: value.id }) : fail("bad_id"),
+  delete: (value) =>
+    validId(value.id) ? run({ type: "delete", id: value.id }) : fail("bad_id"),
+  search: (value) => {
+    if (typeof value.q !== "string") return fail("bad_query");
+    if (value.limit !== undefined && !validLimit(value.limit)) {
+      return fail("bad_limit");
+    }
+    const limit = Math.min(value.limit ?? DEFAULT_SEARCH_LIMIT, MAX_LIMIT);
+    return run({ type: "search", q: value.q.toWellFormed(), limit });
+  },
+  list: (value) => {
+    if (value.limit === undefined) return run({ type: "list" });
+    if (!validLimit(value.limit)) return fail("bad_limit");
+    return run({ type: "list", limit: Math.min(value.limit, MAX_LIMIT) });
+  },
+  new: (value) => {
+    if (value.private === undefined || value.private === false) {
+      return run({ type: "new" });
+    }
+    if (value.private !== true) return fail("bad_private");
+    return run({ type: "new", private: true });
+  },
+  rename: (value) => {
+    if (!validId(value.id)) return fail("bad_id");
+    const title = cleanTitle(value.title);
+    if (title === null) return fail("bad_title");
+    return run({ type: "rename", id: value.id, title });
+  },
+  export: (value) => {
+    if (!validId(value.id)) return fail("bad_id");
+    // Only an absent format is the default: `null` is no format.
+    const format = value.format === undefined ? "markdown" : value.format;
+    if (format !== "markdown" && format !== "json") return fail("bad_format");
+    return run({ type: "export", id: value.id, format });
+  },
+  approve: (value) => {
+    if (typeof value.call !== "string" || value.call === "") {
+      return fail("bad_call");
+    }
+    if (typeof value.allow !== "boolean") return fail("bad_allow");
+    return run({ type: "approve", call: value.call, allow: value.allow });
+  },
+  retry: () => run({ type: "retry" }),
+  stop: () => run({ type: "stop" }),
+  ping: () => run({ type: "ping" }),
+};
+
+/** The answer to a line that is no command: not UTF-8, not JSON, not an object with a string `type`. */
+export const BAD_COMMAND: Readonly<Refusal> = {
+  ok: false,
+  code: "bad_command",
+  message: "bad command",
+};
+
+/** The answer to a line over MAX_LINE_BYTES. */
+export const LINE_TOO_LONG: Readonly<Refusal> = {
+  ok: false,
+  code: "line_too_long",
+  message: "line too long",
+};
+
+/** Validates a parsed JSON value as a command; the error codes and messages are the protocol's. */
+export function parseCommand(value: unknown): Parsed {
+  if (!isRecord(value)) return { ...BAD_COMMAND };
+  // A wrong ref is refused first: no answer could carry it.
+  if (value.ref !== undefined && !validRef(value.ref)) {
+    return { ok: false, code: "bad_ref", message: "bad ref" };
+  }
+  const ref = refField(value.ref as Ref | undefined);
+  const type = value.type;
+  if (typeof type !== "string") return { ...BAD_COMMAND, ...ref };
+  // Own keys only: `constructor` or `__proto__` name no command.
+  const shape = Object.hasOwn(SHAPES, type) ? SHAPES[type] : undefined;
+  if (!shape) {
+    // Cut by code point so the echo never splits a character in two.
+    const shown = Array.from(type).slice(0, 64).join("");
+    return {
+      ok: false,
+      code: "unknown_command",
+      message: `unknown command ${shown}`,
+      ...ref,
+    };
+  }
+  const body = shape(value);
+  if (!body.ok) return { ...body, ...ref };
+  if (body.command === null) return { ok: true, command: null };
+  return { ok: true, command: { ...body.command, ...ref } };
+}
+
+/** Parses one inbound line (already split and decoded, without its newline). */
+export function parseLine(line: string): Parsed {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return { ...BAD_COMMAND };
+  }
+  return parseCommand(value);
+}

@@ -1,0 +1,207 @@
+/**
+ * The outbound half of the protocol: every event's shape, and its encoding
+ * as one JSON line. No I/O here.
+ */
+import type { ErrorCode } from "../base/error_codes.ts";
+
+export type { ErrorCode } from "../base/error_codes.ts";
+
+/** A client's reference for a command, echoed on its answers and its turn's events. */
+export type Ref = string | number;
+
+/** How `export` writes a conversation. */
+export type ExportFormat = "markdown" | "json";
+
+/** One turn as clients see it. */
+export interface TurnView {
+  user: string;
+  reply: string;
+  tools: string[];
+}
+
+/** A tool call waiting for the user's approval. */
+export interface ConfirmView {
+  /** The id an `approve` names. */
+  call: string;
+  tool: string;
+  /** The call's arguments as the model sent them. */
+  args: Record<string, unknown>;
+}
+
+/** The reply in flight, as a newly connected client needs it. */
+export interface PendingView {
+  user: string;
+  reply: string;
+  think: string;
+  tools: string[];
+  /** A `retry` or `edit`: the last turn goes once this one finishes. */
+  replaces?: true;
+  /** The call waiting for approval; absent when none waits. */
+  confirm?: ConfirmView;
+}
+
+/** The reply in flight as `hello` shows it: `id` is its conversation, null for the unsaved current one it will create. */
+export interface HelloPending extends PendingView {
+  id: number | null;
+}
+
+/** What cut a reply short: the context filled up, or `max_tokens` of `[request]` ran out. */
+export type Truncation = "context" | "max_tokens";
+
+/** Daemon activity shown by clients. */
+export type State = "idle" | "thinking" | "tool" | "confirm";
+
+/** What llama-server can do, as the daemon last found it (`unknown` before the first probe). */
+export type BackendState = "unknown" | "up" | "loading" | "no_model" | "down";
+
+/** The `backend` event without its type, and `hello.backend`. */
+export interface BackendView {
+  state: BackendState;
+  url: string;
+  /** The model in use when `up`, else null. */
+  model: string | null;
+  /** Its context size when `up` and known, else null. */
+  ctx_max: number | null;
+  /** Why it is not `up`, in words; null when `up`. */
+  message: string | null;
+}
+
+/** llama-server's `timings` of a turn, summed over its requests. */
+export interface Timings {
+  /** Prompt tokens evaluated. */
+  prompt_n: number;
+  /** Prompt tokens taken from the cache instead. */
+  cache_n: number;
+  /** Tokens generated. */
+  predicted_n: number;
+  prompt_ms: number;
+  predicted_ms: number;
+}
+
+/** A conversation's running summary of the turns that left the history window. */
+export interface SummaryView {
+  text: string;
+  /** Earlier turns it covers. */
+  turns: number;
+}
+
+/** One search hit. */
+export interface SearchHit {
+  id: number;
+  title: string;
+  /** The matching text with each match between `**`. */
+  snippet: string;
+  /** The snippet without markers. */
+  text?: string;
+  /** The matches in `text`: `[start, end]` UTF-16 offsets, in order. */
+  marks?: [number, number][];
+}
+
+/** A conversation as `conversations` lists it. */
+export interface ConversationItem {
+  id: number;
+  title: string;
+  /** Unix seconds. */
+  updated: number;
+}
+
+/** The `error` event: `code` is for programs, `message` for people. */
+export interface ErrorEvent {
+  type: "error";
+  code: ErrorCode;
+  message: string;
+  /** The error ended the reply in flight. */
+  turn?: true;
+  ref?: Ref;
+}
+
+/** Every outbound event. */
+export type Event =
+  | {
+    type: "hello";
+    state: State;
+    tool?: string;
+    model: string | null;
+    ctx_used: number | null;
+    ctx_max: number | null;
+    ctx_sent: number | null;
+    ctx_total: number | null;
+    backend?: BackendView;
+    id: number | null;
+    turns: TurnView[];
+    pending: HelloPending | null;
+    /** The tool call waiting for approval, whichever conversation its reply belongs to. */
+    confirm?: ConfirmView;
+    private?: true;
+    /** Whether the voice client records now. */
+    listening?: boolean;
+  }
+  | { type: "state"; state: State; tool?: string }
+  | { type: "user"; text: string; replaces?: true; ref?: Ref }
+  | { type: "think"; delta: string }
+  | { type: "token"; delta: string }
+  | { type: "tool"; name: string; done: boolean }
+  | ({ type: "confirm" } & ConfirmView)
+  | { type: "approved"; call: string; allow: boolean; ref?: Ref }
+  | {
+    type: "done";
+    id: number | null;
+    stopped: boolean;
+    truncated?: true;
+    truncated_by?: Truncation;
+    replaces?: true;
+    /** Absent when llama-server reported none. */
+    timings?: Timings;
+    ref?: Ref;
+  }
+  | ErrorEvent
+  | {
+    type: "ctx";
+    used: number;
+    max: number | null;
+    sent: number;
+    total: number;
+    /** Earlier turns the summary covers, 0 when none. */
+    summarized?: number;
+  }
+  | { type: "conversations"; items: ConversationItem[]; ref?: Ref }
+  | {
+    type: "conversation";
+    id: number | null;
+    turns: TurnView[];
+    private?: true;
+    summary?: SummaryView | null;
+    ref?: Ref;
+  }
+  | { type: "results"; items: SearchHit[]; ref?: Ref }
+  | { type: "renamed"; id: number; title: string; ref?: Ref }
+  | {
+    type: "export";
+    id: number;
+    format: ExportFormat;
+    text: string;
+    ref?: Ref;
+  }
+  | {
+    type: "pong";
+    pid: number;
+    uptime: number;
+    version: string;
+    ref?: Ref;
+  }
+  | ({ type: "backend" } & BackendView)
+  /** The summary changed: `id` null for a private conversation. */
+  | ({ type: "summary"; id: number | null } & SummaryView)
+  | { type: "listening"; on: boolean; ref?: Ref };
+
+/** `{ref}` when there is one, else nothing: spread into an event, never `ref: undefined`. */
+export function refField(ref: Ref | undefined): { ref?: Ref } {
+  return ref === undefined ? {} : { ref };
+}
+
+const encoder = new TextEncoder();
+
+/** Encodes an event as one JSON line. */
+export function encodeEvent(event: Event): Uint8Array {
+  return encoder.encode(JSON.stringify(event) + "\n");
+}
