@@ -1,12 +1,18 @@
 /**
  * The command line: `serve` (default), `chat`, `ask`, `export`, `web`,
- * `flags`, `check`, and `launch` (what `deno task check|compile` run: it
- * derives the flags and starts the real command with exactly those). Every
- * command returns its exit code here, and the process ends at the one exit
- * point at the bottom.
+ * `flags`, `web-flags`, `client-flags`, `check`, and `launch` (what `deno
+ * task check|compile` run: it derives the flags and starts the real command
+ * with exactly those). The first word names the command, which parses the
+ * rest with `node:util` `parseArgs`. Every command returns its exit code
+ * here, and the process ends at the one exit point at the bottom.
  */
 import { describeError, log } from "./src/base/log.ts";
 import { writeAll } from "./src/streams/write_all.ts";
+import {
+  parseCommandLine,
+  USAGE_EXIT,
+  UsageError,
+} from "./src/launch/usage.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
@@ -17,12 +23,24 @@ const USAGE = `usage: main.ts [command] [options]
                      print one answer (the question from stdin when omitted)
   export ID [--json] print a conversation as Markdown (or JSON)
   web [--port N]     the browser canvas (deno task web runs it with its own grants)
-  web-flags [--task] print the canvas's flags (--task: its whole command, for deno task web)
+  web-flags [--task] [--port N]
+                     print the canvas's flags (--task: its whole command, for deno task web)
+  client-flags [--task] chat|ask
+                     print a client's flags (--task: its whole command, for deno task chat|ask)
   flags [--shell|--task]
-                     print the permission flags the daemon needs
+                     print the permission flags the daemon needs (--task: its
+                     whole command, for deno task start)
   check              validate config and tools, probe llama-server, check the database
   launch check|compile
                      derive the flags and run that command with exactly them`;
+
+/** Refuses any option or argument: the command takes none. */
+function noOptions(command: string, args: string[]): void {
+  parseCommandLine(
+    { args, options: {} },
+    `usage: main.ts ${command} (it takes no options)`,
+  );
+}
 
 async function main(args: string[]): Promise<number> {
   const [command = "serve", ...rest] = args;
@@ -30,6 +48,7 @@ async function main(args: string[]): Promise<number> {
     // Each command loads only its own modules: the clients start fast and
     // never pull in SQLite or the daemon's parts.
     case "serve":
+      noOptions("serve", rest);
       return await (await import("./src/launch/daemon.ts")).serve();
     case "chat":
       return await (await import("./src/clients/chat.ts")).runChat(rest);
@@ -43,6 +62,9 @@ async function main(args: string[]): Promise<number> {
       return await (await import("./src/launch/web_flags.ts")).printWebFlags(
         rest,
       );
+    case "client-flags":
+      return await (await import("./src/launch/client_flags.ts"))
+        .printClientFlags(rest);
     case "flags":
       return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":
@@ -52,14 +74,13 @@ async function main(args: string[]): Promise<number> {
     case "help":
     case "--help":
     case "-h":
+      noOptions(command, rest);
       await writeAll(Deno.stdout, USAGE + "\n");
       return 0;
     default:
-      await writeAll(
-        Deno.stderr,
-        `Unknown command ${JSON.stringify(command)}.\n${USAGE}\n`,
+      throw new UsageError(
+        `Unknown command ${JSON.stringify(command)}.\n${USAGE}`,
       );
-      return 64;
   }
 }
 
@@ -76,6 +97,9 @@ if (import.meta.main) {
       // is nobody to tell, and nothing went wrong here. Deno ignores SIGPIPE,
       // so this is where the quiet end that signal gives other tools happens.
       code = BROKEN_PIPE_EXIT;
+    } else if (error instanceof UsageError) {
+      await writeAll(Deno.stderr, `${error.message}\n`);
+      code = USAGE_EXIT;
     } else {
       log.error("exit", { code: 1, error: describeError(error) });
       code = 1;

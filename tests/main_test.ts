@@ -26,3 +26,67 @@ Deno.test("writing to a closed stdout exits quietly, as a process ended by SIGPI
     assert.equal(code, 141, args.join(" "));
   }
 });
+
+Deno.test("an unknown option or a stray argument is refused with exit 64, naming it, before anything runs", async () => {
+  const cases: [string[], RegExp][] = [
+    [
+      ["serve", "--foreground"],
+      /^Unknown option '--foreground': usage: main\.ts serve /,
+    ],
+    [["help", "me"], /^Unexpected argument 'me': usage: main\.ts help /],
+    [
+      ["flags", "--json"],
+      /^Unknown option '--json': usage: main\.ts flags \[--shell\|--task\]\n$/,
+    ],
+    [
+      ["flags", "--shell", "--task"],
+      /^--shell and --task exclude each other: /,
+    ],
+    [
+      ["flags", "extra"],
+      /^Unexpected argument 'extra': usage: main\.ts flags /,
+    ],
+    [
+      ["web-flags", "--port"],
+      /^Option '--port <value>' argument missing: usage: main\.ts web-flags /,
+    ],
+    [
+      ["web-flags", "--port", "99999"],
+      /^--port takes a port number from 0 to 65535, not "99999": usage: main\.ts web-flags /,
+    ],
+    [
+      ["client-flags", "--task", "voice"],
+      /^Unknown client "voice": usage: main\.ts client-flags /,
+    ],
+    [
+      ["client-flags", "-x", "chat"],
+      /^Unknown option '-x': usage: main\.ts client-flags /,
+    ],
+    [
+      ["check", "--fix"],
+      /^Unknown option '--fix': usage: main\.ts check \(it takes no options\)\n$/,
+    ],
+    [
+      ["launch", "compile", "--out", "x"],
+      /^Unknown option '--out': usage: main\.ts launch compile \[--output PATH\]\n$/,
+    ],
+    [["launch", "compile", "--output="], /^--output needs a path: /],
+    [
+      ["launch", "serve"],
+      /^Unknown launch command "serve": use check or compile /,
+    ],
+    [["--version"], /^Unknown command "--version"\.\nusage: main\.ts /],
+  ];
+  for (const [args, message] of cases) {
+    // No grants at all: a refusal comes before any file, variable or
+    // process is touched.
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--quiet", "--no-prompt", MAIN, ...args],
+      stdin: "null",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 64, `${args.join(" ")}: ${stderr}`);
+    assert.match(stderr, message, args.join(" "));
+    assert.equal(out.stdout.length, 0, args.join(" "));
+  }
+});

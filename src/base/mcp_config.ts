@@ -1,25 +1,20 @@
 /**
  * The `[mcp.NAME]` tables of the config: one MCP server each, started over
- * stdio. Validated here into `McpServerConfig`, with errors that name the key.
+ * stdio. Each field is declared in config_schema.ts; here the tables are
+ * checked one by one, with errors that name the dotted key and never quote a
+ * value (an `env` table holds secrets).
  */
 import { isAbsolute, resolve } from "node:path";
+import {
+  MCP_SERVER,
+  MCP_SERVER_FIELDS,
+  type McpServerConfig,
+} from "./config_schema.ts";
 
-/** One MCP server as the config declares it. */
-export interface McpServerConfig {
-  /** argv; command[0] is resolved like a tool's executable (relative to the config dir). */
-  command: string[];
-  /** Added to the environment the server inherits, never replacing it. */
-  env: Record<string, string>;
-  /** Whether each of its calls waits for the user's approval. */
-  confirm: boolean;
-  /** Seconds for one request to it; null means `tool_timeout`. */
-  timeout: number | null;
-}
+export type { McpServerConfig } from "./config_schema.ts";
 
 /** Server names: the prefix of their tools' names (`NAME__tool`). */
 export const MCP_NAME_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
-
-const SERVER_KEYS = new Set(["command", "env", "confirm", "timeout"]);
 
 /** Reports a bad key: the dotted key and what is wrong, e.g. ("mcp.fs.command", "must be …"). */
 export type Complain = (key: string, problem: string) => never;
@@ -29,10 +24,26 @@ function isTable(value: unknown): value is Record<string, unknown> {
     !Array.isArray(value) && !(value instanceof Date);
 }
 
+/** Checks one server table against its declared fields, the first bad one named. */
+function parseServer(
+  key: string,
+  table: Record<string, unknown>,
+  complain: Complain,
+): McpServerConfig {
+  const parsed = MCP_SERVER.safeParse(table);
+  if (parsed.success) return parsed.data;
+  const field = String(parsed.error.issues[0]?.path[0]);
+  return Object.hasOwn(MCP_SERVER_FIELDS, field)
+    ? complain(
+      `${key}.${field}`,
+      MCP_SERVER_FIELDS[field as keyof typeof MCP_SERVER_FIELDS].problem,
+    )
+    : complain(key, "must be a table with command = [argv…]");
+}
+
 /** Validates the `mcp` table; returns the servers and warnings for unknown keys. */
 export function parseMcpTable(
   value: unknown,
-  maxSeconds: number,
   complain: Complain,
 ): { servers: Record<string, McpServerConfig>; warnings: string[] } {
   if (!isTable(value)) {
@@ -51,47 +62,16 @@ export function parseMcpTable(
     if (!isTable(raw)) complain(key, "must be a table with command = [argv…]");
     const table = raw as Record<string, unknown>;
     for (const field of Object.keys(table)) {
-      if (!SERVER_KEYS.has(field)) {
+      if (!Object.hasOwn(MCP_SERVER_FIELDS, field)) {
         warnings.push(`unknown key "${key}.${field}"`);
       }
     }
-    const { command, env = {}, confirm = true, timeout } = table;
-    if (
-      !Array.isArray(command) || command.length === 0 ||
-      !command.every((item) => typeof item === "string") || command[0] === ""
-    ) {
-      complain(
-        `${key}.command`,
-        'must be a non-empty array of strings, e.g. ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"]',
-      );
-    }
-    if (
-      !isTable(env) ||
-      !Object.values(env).every((item) => typeof item === "string")
-    ) {
-      complain(
-        `${key}.env`,
-        'must be a table of strings, e.g. {KEY = "value"}',
-      );
-    }
-    if (typeof confirm !== "boolean") {
-      complain(`${key}.confirm`, "must be true or false");
-    }
-    if (
-      timeout !== undefined &&
-      (typeof timeout !== "number" || !(timeout > 0) || timeout > maxSeconds)
-    ) {
-      complain(
-        `${key}.timeout`,
-        `must be a number of seconds above 0 and at most ${maxSeconds}`,
-      );
-    }
-    servers[name] = {
-      command: command as string[],
-      env: { ...env as Record<string, string> },
-      confirm: confirm as boolean,
-      timeout: (timeout as number | undefined) ?? null,
-    };
+    Object.defineProperty(servers, name, {
+      value: parseServer(key, table, complain),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return { servers, warnings };
 }

@@ -54,13 +54,68 @@ export function clean(path: string): string {
     : normal;
 }
 
-function runtimeDirFrom(env: Env): string {
-  const value = env("XDG_RUNTIME_DIR");
-  if (value === undefined || value === "") {
+/** Where and as whom the runtime directory is looked for when XDG_RUNTIME_DIR is unset; injected by tests. */
+export interface RuntimeDirLookup {
+  /** The parent of the per-user runtime directories; default /run/user. */
+  root?: string;
+  /** The process's user id; default Deno.uid() (which needs --allow-sys=uid). */
+  uid?: () => number | null;
+}
+
+const RUN_USER = "/run/user";
+
+const SET_IT =
+  "set XDG_RUNTIME_DIR to your per-user runtime directory (a directory of yours with mode 0700; a login session gets /run/user/<uid>)";
+
+/** What is wrong with `dir` as the user's runtime directory, or null when it is one: a directory (not a link), theirs, mode 0700. */
+function unfitRuntimeDir(dir: string, uid: number): string | null {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.lstatSync(dir);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return `${dir} does not exist`;
+    if (error instanceof Deno.errors.NotCapable) {
+      return `this process may not look at ${dir} (it needs --allow-read=${dir})`;
+    }
+    return `${dir} cannot be examined (${(error as Error).name})`;
+  }
+  if (!info.isDirectory) return `${dir} is not a directory`;
+  if (info.uid !== uid) {
+    return `${dir} belongs to uid ${info.uid}, not to this user (uid ${uid})`;
+  }
+  const mode = (info.mode ?? 0) & 0o777;
+  if (mode !== 0o700) {
+    return `${dir} has mode ${mode.toString(8).padStart(4, "0")}, not 0700`;
+  }
+  return null;
+}
+
+/** `/run/user/<uid>` when it is fit, else one error naming XDG_RUNTIME_DIR and what was wrong. */
+function fallbackRuntimeDir(lookup: RuntimeDirLookup): string {
+  const root = lookup.root ?? RUN_USER;
+  let uid: number | null;
+  try {
+    uid = (lookup.uid ?? Deno.uid)();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotCapable)) throw error;
     throw new AssistantError(
-      "XDG_RUNTIME_DIR is not set: set it to your per-user runtime directory (usually /run/user/$(id -u)) before starting",
+      `XDG_RUNTIME_DIR is not set, and this process may not look for ${root}/<uid> (it needs --allow-sys=uid): ${SET_IT}`,
     );
   }
+  const problem = uid === null
+    ? "this system has no user ids"
+    : unfitRuntimeDir(join(root, String(uid)), uid);
+  if (problem !== null) {
+    throw new AssistantError(
+      `XDG_RUNTIME_DIR is not set, and ${problem}: ${SET_IT}`,
+    );
+  }
+  return join(root, String(uid));
+}
+
+function runtimeDirFrom(env: Env, lookup: RuntimeDirLookup): string {
+  const value = env("XDG_RUNTIME_DIR");
+  if (value === undefined || value === "") return fallbackRuntimeDir(lookup);
   if (!isAbsolute(value)) {
     throw new AssistantError(
       `XDG_RUNTIME_DIR is ${
@@ -69,6 +124,12 @@ function runtimeDirFrom(env: Env): string {
     );
   }
   return clean(value);
+}
+
+/** Whether XDG_RUNTIME_DIR is set, so a process started with the same environment finds the same runtime directory without looking for it. */
+export function runtimeDirIsSet(env: Env = readEnv): boolean {
+  const value = env("XDG_RUNTIME_DIR");
+  return value !== undefined && value !== "";
 }
 
 function socketIn(runtimeDir: string): string {
@@ -83,13 +144,23 @@ function socketIn(runtimeDir: string): string {
 }
 
 /** Only the socket location, for clients (no HOME needed beyond that). */
-export function socketPath(env: Env = readEnv): string {
-  return socketIn(runtimeDirFrom(env));
+export function socketPath(
+  env: Env = readEnv,
+  lookup: RuntimeDirLookup = {},
+): string {
+  return socketIn(runtimeDirFrom(env, lookup));
 }
 
-/** Derives every path; throws AssistantError naming XDG_RUNTIME_DIR when it is missing or not absolute. */
-export function resolvePaths(env: Env = readEnv): Paths {
-  const runtimeDir = runtimeDirFrom(env);
+/**
+ * Derives every path. Without XDG_RUNTIME_DIR the runtime directory is
+ * /run/user/<uid> when that is the user's with mode 0700; otherwise, or when
+ * XDG_RUNTIME_DIR is relative, an AssistantError names the variable.
+ */
+export function resolvePaths(
+  env: Env = readEnv,
+  lookup: RuntimeDirLookup = {},
+): Paths {
+  const runtimeDir = runtimeDirFrom(env, lookup);
   let home: string | undefined;
   const homeDir = (): string => {
     if (home !== undefined) return home;

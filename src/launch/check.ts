@@ -19,6 +19,7 @@ import { groupKillHelper } from "../tools/runner.ts";
 import { loadTools } from "../tools/load.ts";
 import { planMcp } from "../tools/mcp_plan.ts";
 import { VERSION } from "../base/version.ts";
+import { parseCommandLine } from "./usage.ts";
 
 /** How one check came out. */
 export type Status = "ok" | "warn" | "fail";
@@ -343,10 +344,10 @@ function print(line: string): Promise<void> {
 
 /** `main.ts check`: prints one line per check; 0 when none failed, 1 otherwise. */
 export async function runCheck(args: string[]): Promise<number> {
-  if (args.length > 0) {
-    await writeAll(Deno.stderr, "usage: main.ts check (it takes no options)\n");
-    return 64;
-  }
+  parseCommandLine(
+    { args, options: {} },
+    "usage: main.ts check (it takes no options)",
+  );
   setQuiet(true);
   let failed = false;
   for await (const line of checks()) {

@@ -8,7 +8,12 @@
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Config, loadConfig } from "../base/config.ts";
-import { type Env, type Paths, resolvePaths } from "../base/paths.ts";
+import {
+  type Env,
+  type Paths,
+  resolvePaths,
+  runtimeDirIsSet,
+} from "../base/paths.ts";
 import { formatLine } from "./check.ts";
 import { AssistantError } from "../base/errors.ts";
 import { log, setQuiet } from "../base/log.ts";
@@ -18,6 +23,8 @@ import { runnerExecutables } from "../tools/runner.ts";
 import { loadTools, type SkippedTool } from "../tools/load.ts";
 import { processPath } from "../tools/executable.ts";
 import { mcpExecutables } from "../tools/mcp_plan.ts";
+import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { parseCommandLine, UsageError } from "./usage.ts";
 
 /** The command line's entry point: what the launched process runs. */
 export const MAIN_MODULE: string = fileURLToPath(
@@ -109,42 +116,42 @@ export function shellQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
+const FLAGS_USAGE = "usage: main.ts flags [--shell|--task]";
+
 /**
- * Refuses a flag that `deno task`'s word splitting would cut: the tasks pass
- * the flags as `$(main.ts flags --task)`, which splits at every space.
+ * `main.ts flags [--shell|--task]`: the daemon's flags, one per line, or one
+ * shell-quoted line; with `--task` the whole command `deno task start` runs
+ * (task_command.ts).
  */
-export function taskWords(flags: string[]): string[] {
-  const cut = flags.find((flag) => /\s/.test(flag));
-  if (cut !== undefined) {
-    throw new AssistantError(
-      `The flag ${
-        JSON.stringify(cut.slice(0, 200))
-      } contains whitespace, which deno task start cannot pass as one word: start the daemon with assistant.sh start (it keeps each flag whole), or move the path`,
-    );
-  }
-  return flags;
-}
-
-const FLAG_OPTIONS = ["--shell", "--task"];
-
-/** `main.ts flags [--shell|--task]`: the daemon's flags, one per line (`--task`: refusing whitespace), or one shell-quoted line. */
 export async function printFlags(args: string[]): Promise<number> {
-  const unknown = args.filter((arg) => !FLAG_OPTIONS.includes(arg));
-  if (unknown.length > 0 || args.length > 1) {
-    await writeAll(
-      Deno.stderr,
-      `Unknown option ${
-        JSON.stringify(unknown[0] ?? args.join(" "))
-      } for flags: use one of --shell, --task, or none.\n`,
+  const { values } = parseCommandLine({
+    args,
+    options: { shell: { type: "boolean" }, task: { type: "boolean" } },
+  }, FLAGS_USAGE);
+  if (values.shell && values.task) {
+    throw new UsageError(
+      `--shell and --task exclude each other: ${FLAGS_USAGE}`,
     );
-    return 64;
   }
   setQuiet(true);
+  if (values.task) {
+    return await printTaskCommand({
+      task: "start",
+      instead:
+        "start the daemon with assistant.sh start (it keeps each flag whole)",
+      words: async () => {
+        const { paths, flags } = await deriveDaemonFlags();
+        return taskCommand(
+          ["run", "--no-prompt", ...flags, "main.ts", "serve"],
+          paths.runtimeDir,
+        );
+      },
+    });
+  }
   const { flags } = await deriveDaemonFlags();
-  const text = args.includes("--shell")
+  const text = values.shell
     ? flags.map(shellQuote).join(" ") + "\n"
-    : (args.includes("--task") ? taskWords(flags) : flags)
-      .map((flag) => flag + "\n").join("");
+    : flags.map((flag) => flag + "\n").join("");
   await writeAll(Deno.stdout, text);
   return 0;
 }
@@ -163,10 +170,19 @@ export function denoExecutable(): string {
 
 const FORWARDED = ["SIGTERM", "SIGINT"] as const;
 
-/** Runs a command with inherited stdio, forwarding SIGTERM and SIGINT to it; resolves to its exit code. */
-async function runForwarding(command: string, args: string[]): Promise<number> {
+/**
+ * Runs a command with inherited stdio, forwarding SIGTERM and SIGINT to it;
+ * resolves to its exit code. The runtime directory found without
+ * XDG_RUNTIME_DIR is handed over in it, so the child need not look again.
+ */
+async function runForwarding(
+  command: string,
+  args: string[],
+  runtimeDir: string,
+): Promise<number> {
   const child = new Deno.Command(command, {
     args,
+    ...(runtimeDirIsSet() ? {} : { env: { XDG_RUNTIME_DIR: runtimeDir } }),
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",
@@ -234,51 +250,55 @@ export function compiledFlags(
   });
 }
 
-function parseOutput(args: string[]): string | null {
-  if (args.length === 0) return DEFAULT_BINARY;
-  if (args.length === 2 && args[0] === "--output" && args[1]) {
-    return isAbsolute(args[1]) ? args[1] : join(Deno.cwd(), args[1]);
-  }
-  return null;
-}
+const COMPILE_USAGE = "usage: main.ts launch compile [--output PATH]";
 
 async function compile(args: string[]): Promise<number> {
-  const output = parseOutput(args);
-  if (output === null) {
-    await writeAll(
-      Deno.stderr,
-      "usage: main.ts launch compile [--output PATH]\n",
-    );
-    return 64;
+  const { values } = parseCommandLine({
+    args,
+    options: { output: { type: "string" } },
+  }, COMPILE_USAGE);
+  if (values.output === "") {
+    throw new UsageError(`--output needs a path: ${COMPILE_USAGE}`);
   }
+  const given = values.output;
+  const output = given === undefined
+    ? DEFAULT_BINARY
+    : isAbsolute(given)
+    ? given
+    : join(Deno.cwd(), given);
   const derived = await deriveDaemonFlags();
   const flags = compiledFlags(derived, output);
   log.info("compiling", { output, flags: flags.length });
-  return await runForwarding(denoExecutable(), [
-    "compile",
-    "--no-prompt",
-    ...flags,
-    "--include",
-    derived.paths.bundledToolsDir,
-    "--output",
-    output,
-    MAIN_MODULE,
-  ]);
+  return await runForwarding(
+    denoExecutable(),
+    [
+      "compile",
+      "--no-prompt",
+      ...flags,
+      "--include",
+      derived.paths.bundledToolsDir,
+      "--output",
+      output,
+      MAIN_MODULE,
+    ],
+    derived.paths.runtimeDir,
+  );
 }
 
 /**
  * `main.ts launch check|compile`: derives the flags and runs that command
  * with exactly them; resolves to its exit code. The daemon itself starts
- * without a launcher (`deno task start` passes it `$(main.ts flags --task)`),
- * so nothing stays resident beside it.
+ * without a launcher (`deno task start` runs the line `main.ts flags --task`
+ * prints), so nothing stays resident beside it.
  */
 export async function launch(args: string[]): Promise<number> {
+  // The first word names the command; the rest is that command's to parse.
   const [command = "", ...rest] = args;
   switch (command) {
     case "check": {
-      let flags: string[];
+      let derived: DerivedFlags;
       try {
-        ({ flags } = await deriveDaemonFlags());
+        derived = await deriveDaemonFlags();
       } catch (error) {
         // The check's own report format, so a broken config reads the same.
         const subject = error instanceof SyntaxError ||
@@ -292,25 +312,20 @@ export async function launch(args: string[]): Promise<number> {
         );
         return 1;
       }
-      log.info("launching", { command, flags: flags.length });
-      return await runForwarding(denoExecutable(), [
-        "run",
-        "--no-prompt",
-        ...flags,
-        MAIN_MODULE,
-        command,
-        ...rest,
-      ]);
+      log.info("launching", { command, flags: derived.flags.length });
+      return await runForwarding(
+        denoExecutable(),
+        ["run", "--no-prompt", ...derived.flags, MAIN_MODULE, command, ...rest],
+        derived.paths.runtimeDir,
+      );
     }
     case "compile":
       return await compile(rest);
     default:
-      await writeAll(
-        Deno.stderr,
+      throw new UsageError(
         `Unknown launch command ${
           JSON.stringify(command)
-        }: use check or compile (deno task start runs the daemon).\n`,
+        }: use check or compile (deno task start runs the daemon)`,
       );
-      return 64;
   }
 }

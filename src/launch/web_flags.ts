@@ -1,17 +1,40 @@
 /**
- * `main.ts web-flags [--task]`: the canvas's grants for `web_port` from the
- * config. `deno task web` runs `deno run … $(main.ts web-flags --task)`, so
- * the canvas is started with exactly its grants and nothing stays resident
- * beside `deno task`: `--task` prints the whole rest of that command line
- * (the flags, this module's `main.ts`, `web --port N`), one word per line.
+ * `main.ts web-flags [--task] [--port N]`: the canvas's grants for
+ * `web_port` from the config (or `--port`). `deno task web` runs the line
+ * `--task` prints (task_command.ts): `deno run --quiet --no-prompt`, the
+ * flags, this module's `main.ts`, `web --port N`, so the canvas is started
+ * with exactly its grants and nothing stays resident beside `deno task`.
  */
 import { loadConfig } from "../base/config.ts";
-import { MAIN_MODULE, taskWords } from "./launch.ts";
-import { type Env, readEnv, resolvePaths } from "../base/paths.ts";
+import { MAIN_MODULE } from "./launch.ts";
+import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
 import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 import { parseWebArgs, webFlags } from "../web/web.ts";
+import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { parseCommandLine, UsageError } from "./usage.ts";
+
+const USAGE = "usage: main.ts web-flags [--task] [--port N]";
+
+/** The canvas's flags and the port they grant: `port` when given, else the config's `web_port`. */
+export async function webGrants(
+  port: number | null,
+  env: Env = readEnv,
+): Promise<{ paths: Paths; port: number; flags: string[] }> {
+  const paths = resolvePaths(env);
+  const chosen = port ?? (await loadConfig(paths, env)).config.web_port;
+  return {
+    paths,
+    port: chosen,
+    flags: webFlags({ socketPath: paths.socketPath, port: chosen }),
+  };
+}
+
+/** The canvas's own part of the command: `main.ts web --port N`. */
+function canvasWords(port: number): string[] {
+  return [MAIN_MODULE, "web", "--port", String(port)];
+}
 
 /** The words after `deno run --quiet --no-prompt` that start the canvas: its flags, then `main.ts web --port N`. */
 export async function webCommandWords(
@@ -19,35 +42,58 @@ export async function webCommandWords(
   env: Env = readEnv,
 ): Promise<string[]> {
   const given = args.length > 0 ? parseWebArgs(args).port : null;
-  const paths = resolvePaths(env);
-  const port = given ?? (await loadConfig(paths, env)).config.web_port;
-  return [
-    ...webFlags({ socketPath: paths.socketPath, port }),
-    MAIN_MODULE,
-    "web",
-    "--port",
-    String(port),
-  ];
+  const grants = await webGrants(given, env);
+  return [...grants.flags, ...canvasWords(grants.port)];
+}
+
+/** The port `--port` names, checked as `main.ts web` checks it. */
+function portOf(text: string | undefined): number | null {
+  if (text === undefined) return null;
+  try {
+    return parseWebArgs(["--port", text]).port;
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    throw new UsageError(error.message.replace(/usage: .*$/, USAGE));
+  }
 }
 
 /** `main.ts web-flags [--task] [--port N]`: the canvas's flags, or with `--task` its whole command; resolves to the exit code. */
 export async function printWebFlags(args: string[]): Promise<number> {
-  const task = args.includes("--task");
-  const rest = args.filter((arg) => arg !== "--task");
+  const { values } = parseCommandLine({
+    args,
+    options: { task: { type: "boolean" }, port: { type: "string" } },
+  }, USAGE);
+  const port = portOf(values.port);
   setQuiet(true);
+  if (values.task) {
+    return await printTaskCommand({
+      task: "web",
+      instead: "run main.ts web with the flags main.ts web-flags prints",
+      words: async () => {
+        const grants = await webGrants(port);
+        return taskCommand(
+          [
+            "run",
+            "--quiet",
+            "--no-prompt",
+            ...grants.flags,
+            ...canvasWords(grants.port),
+          ],
+          grants.paths.runtimeDir,
+        );
+      },
+    });
+  }
+  let flags: string[];
   try {
-    const words = await webCommandWords(rest);
-    const shown = task ? taskWords(words) : words.slice(0, -4);
-    await writeAll(Deno.stdout, shown.map((word) => word + "\n").join(""));
-    return 0;
+    ({ flags } = await webGrants(port));
   } catch (error) {
     const known = error instanceof AssistantError ||
       error instanceof SyntaxError || error instanceof TypeError;
     if (!known) throw error;
     await writeAll(Deno.stderr, `${error.message}\n`);
-    // A failed substitution leaves `deno run` without a script: say why there.
-    return error instanceof TypeError && error.message.includes("usage:")
-      ? 64
-      : 1;
+    return 1;
   }
+  await writeAll(Deno.stdout, flags.map((flag) => `${flag}\n`).join(""));
+  return 0;
 }

@@ -10,6 +10,7 @@ import {
 import { type Paths, resolvePaths } from "../../src/base/paths.ts";
 import { envOf, XDG } from "../support/env_fixture.ts";
 import { AssistantError } from "../../src/base/errors.ts";
+import { describeError } from "../../src/base/log.ts";
 
 const BUNDLED = fileURLToPath(new URL("../../tools", import.meta.url));
 
@@ -36,6 +37,30 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     confirm_tools: [],
     confirm_timeout: 120,
     web_port: 8765,
+    cache_reuse: 256,
+    compact: true,
+    summary_tokens: 400,
+    record_command: [
+      "arecord",
+      "-q",
+      "-f",
+      "S16_LE",
+      "-r",
+      "16000",
+      "-c",
+      "1",
+      "-t",
+      "wav",
+    ],
+    stt_url: "",
+    stt_command: [],
+    stt_model: "whisper-1",
+    tts_command: ["espeak-ng", "--stdout"],
+    tts_url: "",
+    tts_model: "tts-1",
+    tts_voice: "alloy",
+    play_command: ["aplay", "-q"],
+    speak: "own",
     request: {},
     mcp: {},
   });
@@ -334,4 +359,165 @@ Deno.test("a bad [mcp.NAME] value names the file, the line and the dotted key", 
     /:1: key "confirm_tools" must be an array/,
   );
   bad(["confirm_timeout = -1"], /:1: key "confirm_timeout" must be a number/);
+});
+
+Deno.test("the new keys: cache_reuse, compact, summary_tokens and the voice client's", () => {
+  const { config, warnings } = parseConfig(
+    [
+      "cache_reuse = 0",
+      "compact = false",
+      "summary_tokens = 120",
+      'record_command = ["parecord", "--file-format=wav"]',
+      'stt_url = "http://127.0.0.1:8081/"',
+      'stt_command = ["whisper-cli", "-f", "-"]',
+      'stt_model = "large-v3"',
+      "tts_command = []",
+      'tts_url = "HTTPS://Speech.Example:8443"',
+      'tts_model = "kokoro"',
+      'tts_voice = "af_sky"',
+      'play_command = ["paplay"]',
+      'speak = "all"',
+    ].join("\n"),
+    FILE,
+    PATHS,
+  );
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(config, {
+    ...defaultConfig(PATHS),
+    cache_reuse: 0,
+    compact: false,
+    summary_tokens: 120,
+    record_command: ["parecord", "--file-format=wav"],
+    stt_url: "http://127.0.0.1:8081",
+    stt_command: ["whisper-cli", "-f", "-"],
+    stt_model: "large-v3",
+    tts_command: [],
+    tts_url: "https://speech.example:8443",
+    tts_model: "kokoro",
+    tts_voice: "af_sky",
+    play_command: ["paplay"],
+    speak: "all",
+  });
+});
+
+Deno.test("a bad value of a new key is refused, naming the file, line and key", () => {
+  const cases: [string, string][] = [
+    ["cache_reuse = -1", "cache_reuse"],
+    ["cache_reuse = 64.5", "cache_reuse"],
+    ['cache_reuse = "256"', "cache_reuse"],
+    ['compact = "no"', "compact"],
+    ["summary_tokens = 0", "summary_tokens"],
+    ["summary_tokens = 1.5", "summary_tokens"],
+    ["record_command = []", "record_command"],
+    ['record_command = ["arecord", ""]', "record_command"],
+    ['record_command = "arecord -q"', "record_command"],
+    ["stt_url = 8081", "stt_url"],
+    ['stt_url = "127.0.0.1:8081"', "stt_url"],
+    ['stt_url = "http://127.0.0.1:8081/v1"', "stt_url"],
+    ['stt_command = ["", "-f"]', "stt_command"],
+    ["stt_command = [1]", "stt_command"],
+    ["stt_model = 1", "stt_model"],
+    ['tts_command = "espeak-ng"', "tts_command"],
+    ['tts_url = "http://speech.example/?key=1"', "tts_url"],
+    ["tts_model = false", "tts_model"],
+    ["tts_voice = []", "tts_voice"],
+    ["play_command = []", "play_command"],
+    ['speak = "everyone"', "speak"],
+    ["speak = true", "speak"],
+  ];
+  for (const [text, key] of cases) {
+    assert.throws(
+      () => parseConfig(`# config\n${text}\n`, FILE, PATHS),
+      (error) =>
+        error instanceof TypeError &&
+        error.message.startsWith(`${FILE}:2: key "${key}" must be `) &&
+        error.message.includes(", got "),
+      text,
+    );
+  }
+  assert.throws(
+    () => parseConfig('speak = "everyone"', FILE, PATHS),
+    {
+      message:
+        `${FILE}:1: key "speak" must be "own" or "all", got string "everyone"`,
+    },
+  );
+  assert.throws(
+    () => parseConfig('stt_url = "localhost:8081"', FILE, PATHS),
+    {
+      message:
+        `${FILE}:1: key "stt_url" must be an http(s) base URL such as http://127.0.0.1:8080 (no path, query or credentials), or "" for none, got a string of 14 characters`,
+    },
+  );
+});
+
+Deno.test("a TOML syntax error quotes none of the file: no secret from the lines around it, no cause", () => {
+  const text = [
+    "[mcp.search]",
+    'command = ["search"]',
+    'env = { API_KEY = "sk-live-51a2" }',
+    "timeout = = 5",
+    'other = "sk-live-51a3"',
+  ].join("\n");
+  assert.throws(
+    () => parseConfig(text, FILE, PATHS),
+    (error) => {
+      assert.ok(error instanceof SyntaxError);
+      assert.match(error.message, new RegExp(`^${FILE}:4:\\d+: \\S`));
+      assert.equal(error.cause, undefined);
+      const logged = describeError(error);
+      assert.doesNotMatch(logged, /sk-live|API_KEY|timeout/);
+      return true;
+    },
+  );
+});
+
+Deno.test("a refused value is quoted only where it cannot be a secret", () => {
+  const message = (text: string) => {
+    try {
+      parseConfig(text, FILE, PATHS, envOf({}));
+    } catch (error) {
+      return describeError(error);
+    }
+    throw new Error(`accepted: ${text}`);
+  };
+  // A URL with credentials: shown without its userinfo, query and fragment.
+  const userinfo = message('llm_url = "http://ada:s3cret@127.0.0.1:8080"');
+  assert.match(
+    userinfo,
+    /key "llm_url" must be an http\(s\) base URL .*, got string "http:\/\/…@127\.0\.0\.1:8080\/"$/,
+  );
+  assert.doesNotMatch(userinfo, /ada|s3cret/);
+  const query = message(
+    'tts_url = "https://speech.example/v1?api_key=s3cret#x"',
+  );
+  assert.match(query, /got string "https:\/\/speech\.example\/v1\?…#…"$/);
+  assert.doesNotMatch(query, /s3cret/);
+  // No scheme, so no telling which part is a password: its length only.
+  const bare = message('stt_url = "ada:s3cret@speech:9000"');
+  assert.match(bare, /got a string of 22 characters$/);
+  assert.doesNotMatch(bare, /s3cret/);
+  // A command written as one string may carry a token: its length only.
+  const command = message(
+    `stt_command = "curl -H 'Authorization: Bearer s3cret' http://x"`,
+  );
+  assert.match(
+    command,
+    /key "stt_command" must be .*, got a string of \d+ characters$/,
+  );
+  assert.doesNotMatch(command, /s3cret|Bearer/);
+  // Arrays and tables by their kind; an [mcp.NAME] env value never.
+  assert.doesNotMatch(message('tools_dirs = "s3cret"'), /s3cret/);
+  assert.doesNotMatch(message('model = ["s3cret"]'), /s3cret/);
+  assert.doesNotMatch(
+    message('[mcp.x]\ncommand = ["x"]\nenv = { TOKEN = 5, KEY = "s3cret" }'),
+    /s3cret|TOKEN|5/,
+  );
+  assert.doesNotMatch(
+    message('tools_dirs = ["~/s3cret"]'),
+    /s3cret/,
+  );
+  // A number, a boolean or a word where those belong is shown: a slip.
+  assert.match(message('web_port = "8765"'), /got string "8765"$/);
+  assert.match(message("compact = 1"), /got number 1$/);
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultConfig } from "../../src/base/config.ts";
+import { defaultConfig, parseConfig } from "../../src/base/config.ts";
 import { ENV_VARS, type Paths, resolvePaths } from "../../src/base/paths.ts";
 import { envOf } from "../support/env_fixture.ts";
 import { AssistantError } from "../../src/base/errors.ts";
@@ -262,4 +262,28 @@ Deno.test("an MCP server named by path may be read (a missing file is told from 
   } finally {
     await Deno.remove(root, { recursive: true });
   }
+});
+
+Deno.test("the voice client's keys add none of the daemon's grants", () => {
+  const { config } = parseConfig(
+    [
+      'stt_url = "http://10.0.0.7:9000"',
+      'tts_url = "https://speech.example"',
+      'stt_command = ["/opt/whisper/bin/whisper-cli", "-f", "-"]',
+      'tts_command = ["/usr/local/bin/piper"]',
+      'record_command = ["/usr/bin/parecord"]',
+      'play_command = ["/usr/bin/paplay"]',
+      'speak = "all"',
+    ].join("\n"),
+    PATHS.configFile,
+    PATHS,
+  );
+  assert.deepEqual(
+    deriveFlags({ paths: PATHS, config, executables: [] }),
+    deriveFlags({
+      paths: PATHS,
+      config: defaultConfig(PATHS),
+      executables: [],
+    }),
+  );
 });

@@ -20,6 +20,7 @@ const LAUNCHER = [
   "--quiet",
   "--no-prompt",
   "--allow-read",
+  "--allow-sys=uid",
   "--allow-env=HOME,PATH,TMPDIR,XDG_CONFIG_HOME,XDG_DATA_HOME,XDG_RUNTIME_DIR,XDG_STATE_HOME",
   "--allow-run=deno",
 ];

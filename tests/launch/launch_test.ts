@@ -12,6 +12,8 @@ import {
   shellQuote,
 } from "../../src/launch/launch.ts";
 import { setLogSink } from "../../src/base/log.ts";
+import { taskCommand } from "../../src/launch/task_command.ts";
+import { envOf } from "../support/env_fixture.ts";
 import { V8_FLAGS } from "../../src/base/permissions.ts";
 import { daemonEnv, exists, inheritedEnv } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
@@ -27,8 +29,8 @@ const LAUNCHER = [
   "--quiet",
   "--no-prompt",
   "--allow-read",
+  "--allow-sys=uid",
   "--allow-env=HOME,PATH,TMPDIR,XDG_CONFIG_HOME,XDG_DATA_HOME,XDG_RUNTIME_DIR,XDG_STATE_HOME",
-  "--allow-run=deno",
 ];
 const WAIT_MS = 60_000;
 
@@ -312,7 +314,7 @@ Deno.test("deno task start runs the daemon with exactly the derived flags and no
   assert.match(again.log, / info exit code=0 reason=SIGINT\n$/);
 });
 
-Deno.test("main.ts flags --task refuses a flag that deno task would split, and the daemon started without flags says so", async () => {
+Deno.test("main.ts flags --task refuses a flag that deno task would split, and deno task start then says that alone", async () => {
   await using home = await makeHome(`llm_url = "http://127.0.0.1:8123"\n`);
   const spaced = `${home.home}/my tools`;
   await Deno.mkdir(spaced);
@@ -329,14 +331,109 @@ Deno.test("main.ts flags --task refuses a flag that deno task would split, and t
     home.env,
   );
   assert.equal(task.code, 1);
-  assert.equal(task.stdout, "");
-  assert.match(task.stderr, /contains whitespace, .*assistant\.sh start/);
+  assert.equal(task.stdout, "false\n", "what the task runs instead");
+  assert.match(
+    task.stderr,
+    /^The argument .* contains whitespace, .*assistant\.sh start.*\n$/,
+  );
 
-  const started = await deno(["task", "start"], home.env, ROOT);
+  const started = await deno(["task", "--quiet", "start"], home.env, ROOT);
   assert.equal(started.code, 1);
-  assert.match(started.stderr, /contains whitespace/);
-  assert.match(started.stderr, /Started without its permission flags/);
+  assert.equal(started.stderr, task.stderr, "the one message");
   assert.equal(await exists(home.socket), false, "never listened");
+});
+
+Deno.test("main.ts flags --task prints the whole command deno task start runs", async () => {
+  await using home = await makeHome(`llm_url = "http://127.0.0.1:8123"\n`);
+  const flags = await printedFlags(home.env);
+  const task = await deno(
+    ["run", ...LAUNCHER, MAIN, "flags", "--task"],
+    home.env,
+  );
+  assert.equal(task.code, 0, task.stderr);
+  assert.deepEqual(task.stdout.trimEnd().split("\n"), [
+    Deno.execPath(),
+    "run",
+    "--no-prompt",
+    ...flags,
+    "main.ts",
+    "serve",
+  ]);
+});
+
+Deno.test("taskCommand hands the runtime directory found without XDG_RUNTIME_DIR to the process it starts", () => {
+  const args = ["run", "--quiet", "main.ts", "chat"];
+  assert.deepEqual(taskCommand(args, "/run/user/1000", envOf({})), [
+    "env",
+    "XDG_RUNTIME_DIR=/run/user/1000",
+    Deno.execPath(),
+    ...args,
+  ]);
+  assert.deepEqual(
+    taskCommand(args, "/run/user/1000", envOf({ XDG_RUNTIME_DIR: "" }))[0],
+    "env",
+  );
+  assert.deepEqual(
+    taskCommand(args, "/srv/run", envOf({ XDG_RUNTIME_DIR: "/srv/run" })),
+    [Deno.execPath(), ...args],
+  );
+});
+
+/** Whether this user has a /run/user/<uid> the fallback would take, so a start without XDG_RUNTIME_DIR would succeed. */
+function runUserDirFit(): boolean {
+  try {
+    const info = Deno.lstatSync(`/run/user/${Deno.uid()}`);
+    return info.isDirectory && info.uid === Deno.uid() &&
+      ((info.mode ?? 0) & 0o777) === 0o700;
+  } catch {
+    return false;
+  }
+}
+
+Deno.test({
+  name:
+    "without XDG_RUNTIME_DIR or a fit /run/user/<uid>, deno task start, chat, ask and web each say so in one message",
+  ignore: runUserDirFit(),
+  async fn() {
+    await using home = await makeHome(`llm_url = "http://127.0.0.1:8123"\n`);
+    const env = { ...home.env };
+    delete env.XDG_RUNTIME_DIR;
+    for (const args of [["start"], ["chat"], ["ask", "Anyone?"], ["web"]]) {
+      const result = await deno(["task", "--quiet", ...args], env, ROOT);
+      const name = args[0]!;
+      assert.equal(result.code, 1, `${name}: ${result.stderr}`);
+      assert.equal(result.stdout, "", name);
+      assert.match(
+        result.stderr,
+        /^XDG_RUNTIME_DIR is not set, and \/run\/user\/\d+ (does not exist|is not a directory|belongs to|has mode)[^\n]*: set XDG_RUNTIME_DIR to [^\n]*\n$/,
+        name,
+      );
+    }
+  },
+});
+
+Deno.test("a client launcher without --allow-sys says which grant looking for /run/user/<uid> takes", async () => {
+  const env = inheritedEnv();
+  delete env.XDG_RUNTIME_DIR;
+  const result = await deno(
+    [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--allow-env=XDG_RUNTIME_DIR",
+      MAIN,
+      "client-flags",
+      "--task",
+      "chat",
+    ],
+    env,
+  );
+  assert.equal(result.code, 1, result.stderr);
+  assert.equal(result.stdout, "false\n");
+  assert.match(
+    result.stderr,
+    /^XDG_RUNTIME_DIR is not set, and this process may not look for \/run\/user\/<uid> \(it needs --allow-sys=uid\): set XDG_RUNTIME_DIR to [^\n]*\n$/,
+  );
 });
 
 Deno.test("flags derived for another llm_url host: the daemon refuses at start, naming the missing --allow-net", async () => {
@@ -410,18 +507,38 @@ Deno.test("a tool file added after the flags were derived is left out, naming --
   assert.equal(await exists(marker), false, "the left-out tool never ran");
 });
 
-Deno.test("a TOML syntax error and a wrong type each stop the start, naming the file and line or key", async (t) => {
+Deno.test("a TOML syntax error, a wrong type and a URL with credentials each stop the start in one message, naming the file and line or key, quoting no secret", async (t) => {
+  const secret = "sk-live-51a2";
   const cases = [
     {
-      name: "syntax error",
-      text: `llm_url = "http://127.0.0.1:8123"\nthinking = = true\n`,
-      expect: /config\.toml:2:\d+: /,
+      name: "syntax error beside a secret",
+      text: [
+        `llm_url = "http://127.0.0.1:8123"`,
+        "[mcp.search]",
+        `command = ["search"]`,
+        `env = { API_KEY = "${secret}" }`,
+        "timeout = = 5",
+        "",
+      ].join("\n"),
+      expect: /config\.toml:5:\d+: /,
     },
     {
       name: "wrong type",
       text: `llm_url = "http://127.0.0.1:8123"\nhistory_turns = "ten"\n`,
       expect:
-        /config\.toml:2: key \\?"history_turns\\?" must be a non-negative integer/,
+        /config\.toml:2: key \\?"history_turns\\?" must be a non-negative integer, got string \\?"ten\\?"/,
+    },
+    {
+      name: "a new key's bad value",
+      text: `llm_url = "http://127.0.0.1:8123"\n\ncache_reuse = -1\n`,
+      expect:
+        /config\.toml:3: key \\?"cache_reuse\\?" must be a non-negative integer of tokens/,
+    },
+    {
+      name: "credentials in llm_url",
+      text: `llm_url = "http://ada:${secret}@127.0.0.1:8123"\n`,
+      expect:
+        /config\.toml:1: key \\?"llm_url\\?" must be an http\(s\) base URL .*, got string \\?"http:\/\/…@127\.0\.0\.1:8123\/\\?"/,
     },
   ];
   for (const { name, text, expect } of cases) {
@@ -430,14 +547,17 @@ Deno.test("a TOML syntax error and a wrong type each stop the start, naming the 
       const flags = await printedFlags(home.env);
       await Deno.writeTextFile(home.configFile, text);
 
-      // Through deno task start: the flags are not derived, so no daemon starts.
-      const launched = await deno(["task", "start"], home.env, ROOT);
+      // Through deno task start: the flags are not derived, so no daemon
+      // starts, and the reason is the only line.
+      const launched = await deno(["task", "--quiet", "start"], home.env, ROOT);
       assert.equal(launched.code, 1);
       assert.match(launched.stderr, expect);
       assert.match(launched.stderr, new RegExp(home.configFile));
-      assert.match(launched.stderr, /Started without its permission flags/);
+      assert.equal(launched.stderr.split("\n").length, 2, launched.stderr);
+      assert.ok(!launched.stderr.includes(secret), launched.stderr);
 
-      // The daemon itself, started with flags from before the edit.
+      // The daemon itself, started with flags from before the edit: what it
+      // logs at exit quotes no secret either.
       const direct = await deno(
         ["run", "--quiet", "--no-prompt", ...flags, MAIN, "serve"],
         home.env,
@@ -445,6 +565,8 @@ Deno.test("a TOML syntax error and a wrong type each stop the start, naming the 
       assert.equal(direct.code, 1);
       assert.match(direct.stderr, expect);
       assert.match(direct.stderr, / error exit code=1 /);
+      assert.ok(!direct.stderr.includes(secret), direct.stderr);
+      assert.ok(!direct.stderr.includes("ada"), direct.stderr);
       assert.equal(await exists(home.socket), false, "never listened");
     });
   }
@@ -507,5 +629,28 @@ Deno.test("compiledFlags: the binary reads its embedded tools dir and runs the u
     assert.deepEqual(others(flags), others(derived.flags));
   } finally {
     setLogSink(previous);
+  }
+});
+
+Deno.test("deno task lists every task with a description", async () => {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
+    tasks: Record<string, { command?: unknown; description?: unknown }>;
+  };
+  const tasks = Object.entries(config.tasks);
+  assert.ok(tasks.length >= 9, "start, chat, ask, web, test, check, …");
+  const listed = await new Deno.Command(Deno.execPath(), {
+    args: ["task"],
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+  }).output();
+  const text = new TextDecoder().decode(listed.stdout) +
+    new TextDecoder().decode(listed.stderr);
+  for (const [name, task] of tasks) {
+    assert.equal(typeof task.command, "string", name);
+    assert.equal(typeof task.description, "string", name);
+    assert.ok((task.description as string).length > 10, name);
+    assert.ok(text.includes(`- ${name}\n`), `${name} listed`);
+    assert.ok(text.includes(`// ${task.description}\n`), `${name} described`);
   }
 });

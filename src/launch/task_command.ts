@@ -1,0 +1,78 @@
+/**
+ * The whole command line a `deno task` runs, printed by a launcher that the
+ * task substitutes (`"start": "$(deno run … main.ts flags --task)"`): `deno
+ * task` splits the output at whitespace and runs it, so nothing stays
+ * resident beside the process it starts.
+ *
+ * Without XDG_RUNTIME_DIR the launcher finds /run/user/<uid> (paths.ts), and
+ * the line begins `env XDG_RUNTIME_DIR=<that dir>`: the started process reads
+ * the same directory without the grants that looking for it takes. When the
+ * launcher fails it prints the reason on stderr and the one word `false` (a
+ * `deno task` built-in), so the task ends with status 1, starts nothing, and
+ * that reason is the only message.
+ */
+import { AssistantError } from "../base/errors.ts";
+import { type Env, readEnv, runtimeDirIsSet } from "../base/paths.ts";
+import { writeAll } from "../streams/write_all.ts";
+
+/** What a failed launcher gives the task to run: a built-in that exits 1, whatever arguments follow. */
+export const TASK_FAILED = "false";
+
+/**
+ * Refuses a word that `deno task`'s word splitting would cut, naming the
+ * task and, in `instead`, another way to start it.
+ */
+export function taskWords(
+  words: string[],
+  task: string,
+  instead: string,
+): string[] {
+  const cut = words.find((word) => /\s/.test(word));
+  if (cut !== undefined) {
+    throw new AssistantError(
+      `The argument ${
+        JSON.stringify(cut.slice(0, 200))
+      } contains whitespace, which deno task ${task} cannot pass as one word: ${instead}, or move the path`,
+    );
+  }
+  return words;
+}
+
+/** The command line `[env XDG_RUNTIME_DIR=<runtimeDir>] <this deno> <args…>`. */
+export function taskCommand(
+  args: string[],
+  runtimeDir: string,
+  env: Env = readEnv,
+): string[] {
+  const handOver = runtimeDirIsSet(env)
+    ? []
+    : ["env", `XDG_RUNTIME_DIR=${runtimeDir}`];
+  return [...handOver, Deno.execPath(), ...args];
+}
+
+/** What {@link printTaskCommand} prints: the line, and the words that say how else to start it. */
+export interface TaskLine {
+  /** The task's name, for the message about whitespace. */
+  task: string;
+  /** Another way to start it, e.g. "start the daemon with assistant.sh start". */
+  instead: string;
+  /** The command line (from {@link taskCommand}). */
+  words: () => string[] | Promise<string[]>;
+}
+
+/** Prints the line one word per line, or on failure the reason on stderr and {@link TASK_FAILED}; resolves to the exit code. */
+export async function printTaskCommand(line: TaskLine): Promise<number> {
+  let words: string[];
+  try {
+    words = taskWords(await line.words(), line.task, line.instead);
+  } catch (error) {
+    await writeAll(Deno.stdout, `${TASK_FAILED}\n`);
+    const known = error instanceof AssistantError ||
+      error instanceof SyntaxError || error instanceof TypeError;
+    if (!known) throw error;
+    await writeAll(Deno.stderr, `${error.message}\n`);
+    return 1;
+  }
+  await writeAll(Deno.stdout, words.map((word) => `${word}\n`).join(""));
+  return 0;
+}
