@@ -18,6 +18,9 @@ const USAGE = `usage: main.ts [command] [options]
   export ID [--json] print a conversation as Markdown (or JSON)
   web [--port N]     the browser canvas (deno task web runs it with its own grants)
   web-flags [--task] print the canvas's flags (--task: its whole command, for deno task web)
+  voice              the voice client: listens and speaks (deno task voice runs it with its own grants)
+  voice-flags [--task]
+                     print the voice client's flags (--task: its whole command, for deno task voice)
   flags [--shell|--task]
                      print the permission flags the daemon needs
   check              validate config and tools, probe llama-server, check the database
@@ -43,6 +46,11 @@ async function main(args: string[]): Promise<number> {
       return await (await import("./src/launch/web_flags.ts")).printWebFlags(
         rest,
       );
+    case "voice":
+      return await (await import("./src/voice/voice.ts")).runVoice(rest);
+    case "voice-flags":
+      return await (await import("./src/launch/voice_flags.ts"))
+        .printVoiceFlags(rest);
     case "flags":
       return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":
