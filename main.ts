@@ -27,6 +27,9 @@ const USAGE = `usage: main.ts [command] [options]
                      print the canvas's flags (--task: its whole command, for deno task web)
   client-flags [--task] chat|ask
                      print a client's flags (--task: its whole command, for deno task chat|ask)
+  voice              the voice client: listens and speaks (deno task voice runs it with its own grants)
+  voice-flags [--task]
+                     print the voice client's flags (--task: its whole command, for deno task voice)
   flags [--shell|--task]
                      print the permission flags the daemon needs (--task: its
                      whole command, for deno task start)
@@ -65,6 +68,11 @@ async function main(args: string[]): Promise<number> {
     case "client-flags":
       return await (await import("./src/launch/client_flags.ts"))
         .printClientFlags(rest);
+    case "voice":
+      return await (await import("./src/voice/voice.ts")).runVoice(rest);
+    case "voice-flags":
+      return await (await import("./src/launch/voice_flags.ts"))
+        .printVoiceFlags(rest);
     case "flags":
       return await (await import("./src/launch/launch.ts")).printFlags(rest);
     case "check":

@@ -32,6 +32,7 @@ import {
 } from "./report.ts";
 import { STREAM_SIZES, streamBenchmarks } from "./stream_bench.ts";
 import { WEB_SIZES, webBenchmarks } from "./web_bench.ts";
+import { VOICE_SIZES, voiceBenchmarks } from "./voice_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -45,6 +46,7 @@ export const GROUPS = [
   "chat",
   "web",
   "context",
+  "voice",
 ] as const;
 
 /** One group's name. */
@@ -200,6 +202,8 @@ export async function runBench(
         return await webBenchmarks(WEB_SIZES[mode], options.smoke);
       case "context":
         return await contextBenchmarks(CONTEXT_SIZES[mode], options.smoke);
+      case "voice":
+        return await voiceBenchmarks(VOICE_SIZES[mode], options.smoke);
     }
   };
   try {

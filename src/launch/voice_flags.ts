@@ -1,0 +1,85 @@
+/**
+ * `main.ts voice-flags [--task]`: the voice client's grants for the config's
+ * voice keys. `deno task voice` runs the line `--task` prints
+ * (task_command.ts): `deno run --quiet --no-prompt`, the flags, `main.ts
+ * voice`, so the client starts with exactly its grants and nothing stays
+ * resident beside `deno task`.
+ */
+import { MAIN_MODULE } from "./launch.ts";
+import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { parseCommandLine } from "./usage.ts";
+import { type Env, readEnv, resolvePaths } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
+import { setQuiet } from "../base/log.ts";
+import { writeAll } from "../streams/write_all.ts";
+import { processPath, resolveExecutable } from "../tools/executable.ts";
+import { voiceFlags, voiceGrantInput } from "../voice/grants.ts";
+import { loadVoiceSettings } from "../voice/settings.ts";
+
+const USAGE = "usage: main.ts voice-flags [--task]";
+
+/** Options of {@link voiceCommandWords}, for tests. */
+export interface VoiceFlagOptions {
+  env?: Env;
+  /** PATH for bare command names; default the process PATH. */
+  pathEnv?: string;
+}
+
+/** The words after `deno run --quiet --no-prompt` that start the voice client: its flags, then `main.ts voice`. AssistantError naming the key of a command that is not installed. */
+export async function voiceCommandWords(
+  options: VoiceFlagOptions = {},
+): Promise<string[]> {
+  const env = options.env ?? readEnv;
+  const paths = resolvePaths(env);
+  const settings = await loadVoiceSettings(paths, env);
+  const pathEnv = options.pathEnv ?? processPath();
+  const input = voiceGrantInput(
+    settings,
+    { socketPath: paths.socketPath, configFile: paths.configFile },
+    (key, command0) => {
+      // Flags can grant only a file that exists: a missing one is named now.
+      const found = resolveExecutable(command0, paths.configDir, pathEnv);
+      if (found === null) {
+        throw new AssistantError(
+          `${key}: ${command0} is not installed (not found${
+            command0.includes("/") ? "" : " on PATH"
+          }, or not executable): install it, or change ${key} in ${paths.configFile} (an empty list turns that part off)`,
+        );
+      }
+      return found;
+    },
+  );
+  return [...voiceFlags(input), MAIN_MODULE, "voice"];
+}
+
+/** `main.ts voice-flags [--task]`: the voice client's flags, or with `--task` its whole command; resolves to the exit code. */
+export async function printVoiceFlags(args: string[]): Promise<number> {
+  const { values } = parseCommandLine({
+    args,
+    options: { task: { type: "boolean" } },
+  }, USAGE);
+  setQuiet(true);
+  if (values.task) {
+    return await printTaskCommand({
+      task: "voice",
+      instead: "run main.ts voice with the flags main.ts voice-flags prints",
+      words: async () =>
+        taskCommand(
+          ["run", "--quiet", "--no-prompt", ...await voiceCommandWords()],
+          resolvePaths().runtimeDir,
+        ),
+    });
+  }
+  try {
+    const words = await voiceCommandWords();
+    const flags = words.slice(0, -2);
+    await writeAll(Deno.stdout, flags.map((word) => word + "\n").join(""));
+    return 0;
+  } catch (error) {
+    const known = error instanceof AssistantError ||
+      error instanceof SyntaxError || error instanceof TypeError;
+    if (!known) throw error;
+    await writeAll(Deno.stderr, `${error.message}\n`);
+    return 1;
+  }
+}
