@@ -53,7 +53,15 @@ export class Archive {
         code: "no_such_conversation",
       });
     }
-    return { ...opened, private: false };
+    return {
+      id: opened.id,
+      turns: opened.turns,
+      messages: opened.messages,
+      tokens: opened.tokens,
+      private: false,
+      windowStart: null,
+      summary: opened.summary && { ...opened.summary, carrier: null },
+    };
   }
 
   /** The search's hits, as `results`. */

@@ -6,7 +6,6 @@
  * it into the status `hello` reports; the server decides who receives it.
  */
 import { AssistantError } from "../base/errors.ts";
-import { log } from "../base/log.ts";
 import {
   type BackendView,
   type Command,
@@ -30,6 +29,7 @@ import {
   type StatusView,
 } from "./status.ts";
 import { TokenLedger } from "./token_ledger.ts";
+import { CacheBook } from "./cache_book.ts";
 import { Titler } from "./title.ts";
 import { ToolCalls } from "./tool_calls.ts";
 import type { ModelSource, TurnConfig, TurnStart } from "./turn.ts";
@@ -104,6 +104,7 @@ export class Assistant implements Disposable {
       config: options.config,
       tools: this.#calls,
       ledger: new TokenLedger(),
+      book: new CacheBook(options.store),
       titles: this.#titles,
       now: () => options.now?.() ?? new Date(),
       shutdown: this.#shutdown.signal,

@@ -9,6 +9,20 @@ import type { ChatMessage } from "../llm/chat_types.ts";
 import type { TurnView } from "../protocol/protocol.ts";
 import type { Store, StoredTurn } from "../store/store.ts";
 
+/** A conversation's running summary as the assistant holds it. */
+export interface Summary {
+  text: string;
+  /** How many of the conversation's first turns it covers. */
+  turns: number;
+  /** Its size in the model's tokens; null when unknown. */
+  tokens: number | null;
+  /**
+   * The turn whose question carries it to the model, so that every request
+   * after it begins the same way; null until a question carries it.
+   */
+  carrier: number | null;
+}
+
 /** One conversation as the assistant holds it; id null until its first save. */
 export interface Conversation {
   id: number | null;
@@ -18,11 +32,23 @@ export interface Conversation {
   tokens: (number | null)[];
   /** In memory only: never saved, listed or searched; gone once not current. */
   private: boolean;
+  /** Where the last request of this conversation started its window, in this run; null before one. */
+  windowStart: number | null;
+  /** What the turns that left the window said; null while none has. */
+  summary: Summary | null;
 }
 
 /** A new conversation with no turns, not yet saved. */
 export function emptyConversation(isPrivate = false): Conversation {
-  return { id: null, turns: [], messages: [], tokens: [], private: isPrivate };
+  return {
+    id: null,
+    turns: [],
+    messages: [],
+    tokens: [],
+    private: isPrivate,
+    windowStart: null,
+    summary: null,
+  };
 }
 
 /** The earlier turns a reply is asked with: a retry is asked as if the turn it replaces had not been. */

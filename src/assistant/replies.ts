@@ -17,6 +17,7 @@ import {
   rememberTurn,
   saveTurn,
 } from "./conversation.ts";
+import type { CacheBook } from "./cache_book.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
 import type { Titler } from "./title.ts";
 import type { TokenLedger } from "./token_ledger.ts";
@@ -37,6 +38,7 @@ export interface RepliesOptions {
   config: TurnConfig & { auto_title?: boolean };
   tools: TurnTools;
   ledger: TokenLedger;
+  book: CacheBook;
   titles: Titler;
   now: () => Date;
   /** Aborts once the daemon is shutting down. */
@@ -73,6 +75,8 @@ type Outcome =
 export class Replies {
   readonly #o: RepliesOptions;
   #flight: Flight | null = null;
+  /** The conversation of the last turn that finished: the server's cache holds its request. */
+  #lastAsked: Conversation | null = null;
   /** Every turn's run until it returns, a stopped one included, and each finished turn's count. */
   readonly #runs = new Set<Promise<void>>();
 
@@ -103,6 +107,9 @@ export class Replies {
       config: o.config,
       tools: o.tools,
       ledger: o.ledger,
+      book: o.book,
+      warm: this.#lastAsked !== null &&
+        sameConversation(this.#lastAsked, conversation),
       conversation,
       now: o.now(),
     });
@@ -182,6 +189,12 @@ export class Replies {
     }
     const { id, title } = saved;
     rememberTurn(conversation, o.current(), id, stored, turn.replaces);
+    this.#lastAsked = conversation;
+    for (const target of new Set([conversation, o.current()])) {
+      if (sameConversation(target, conversation)) {
+        target.windowStart = result.start;
+      }
+    }
     const row = id === null ? null : o.store.lastTurnId(id);
     log.info("reply done", {
       conv: id,
@@ -334,6 +347,11 @@ export class Replies {
     }).finally(() => this.#runs.delete(tracked));
     this.#runs.add(tracked);
   }
+}
+
+/** Whether two conversations in memory are the same one (a saved one may be opened again as another object). */
+function sameConversation(a: Conversation, b: Conversation): boolean {
+  return a === b || (a.id !== null && a.id === b.id);
 }
 
 function errorName(error: unknown): string {

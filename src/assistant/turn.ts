@@ -20,6 +20,7 @@ import type {
 } from "../protocol/protocol.ts";
 import { placeholder, type ToolOutcome } from "../tools/runner.ts";
 import { ContextPlan, sendWithin } from "./budget.ts";
+import type { CacheBook } from "./cache_book.ts";
 import { type Conversation, historyOf } from "./conversation.ts";
 import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
 import type { Tokenize, TokenLedger } from "./token_ledger.ts";
@@ -52,6 +53,8 @@ export type TurnConfig = Pick<
   | "tool_timeout"
   | "tool_output_limit"
   | "request"
+  | "cache_reuse"
+  | "compact"
 >;
 
 /** A tool call waiting for the user: what clients are shown, and its outcome once decided (null: allowed, run it). */
@@ -90,6 +93,10 @@ export interface TurnOptions extends TurnStart {
   tools: TurnTools;
   /** What is known of each model's token counts. */
   ledger: TokenLedger;
+  /** What is known of each model's prompt cache. */
+  book: CacheBook;
+  /** The daemon's last request was this conversation's: the server's cache still holds it. */
+  warm: boolean;
   /** The conversation it is asked in; it may stop being the current one. */
   conversation: Conversation;
   now: Date;
@@ -114,6 +121,8 @@ export interface TurnResult {
   total: number;
   /** The context size as the turn found it; null while unknown. */
   nCtx: number | null;
+  /** The index of the first earlier turn its last request carried. */
+  start: number;
   /** What the turn's requests cost the server, summed; null when it reported none. */
   timings: Timings | null;
 }
@@ -188,6 +197,16 @@ export class Turn {
       ? (text, signal) => llm.tokenize!(model, text, signal)
       : undefined;
     const schemas = tools.schemas();
+    const conversation = this.#o.conversation;
+    const previous = conversation.windowStart;
+    // `[request]` may set n_cache_reuse itself, and wins.
+    const asked = config.request.n_cache_reuse;
+    const reuse = typeof asked === "number" ? asked : config.cache_reuse;
+    // A window that slides a turn at a time costs nothing more only where
+    // the server shifts the cache of the turns it keeps; a summary is made
+    // for a block of turns at once.
+    const blocks = config.compact || reuse <= 0 ||
+      this.#o.book.shifts(model.id) === false;
     const plan = await ContextPlan.create({
       ledger,
       model: model.id,
@@ -199,9 +218,10 @@ export class Turn {
       },
       schemas,
       question,
-      ...historyOf(this.#o.conversation, this.#o.replaces),
+      ...historyOf(conversation, this.#o.replaces),
       tokenize,
       signal,
+      blockFrom: blocks ? previous : null,
     });
     const stored: ChatMessage[] = [question];
     const used: string[] = [];
@@ -219,12 +239,24 @@ export class Turn {
             tools: schemas,
             thinking: config.thinking,
             extra: config.request,
+            cacheReuse: config.cache_reuse,
             ...(last && schemas.length > 0 ? { toolChoiceNone: true } : {}),
           }),
           signal,
         ));
       const end: ReplyEnd = yield* readReply(stream, this.pending);
       timings = addTimings(timings, end.timings);
+      // The first request after the window moved says whether the server
+      // kept the cache of the turns still carried.
+      if (
+        round === 0 && this.#o.warm && reuse > 0 && end.timings &&
+        previous !== null && plan.start > previous
+      ) {
+        this.#o.book.observe(model.id, {
+          ...plan.carried(),
+          cacheN: end.timings.cache_n,
+        });
+      }
       truncated = plan.reported(end.finish, end.usage);
       // A call cut off by the length limit is incomplete: it is not run.
       if (end.calls.length === 0 || last || truncated !== null) {
@@ -278,6 +310,7 @@ export class Turn {
       sent: plan.sent,
       total: plan.total,
       nCtx: plan.nCtx,
+      start: plan.start,
       timings,
     };
   }

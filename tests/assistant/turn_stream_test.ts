@@ -8,6 +8,7 @@ import {
   type TurnEvent,
 } from "../../src/assistant/turn.ts";
 import { emptyConversation } from "../../src/assistant/conversation.ts";
+import { CacheBook } from "../../src/assistant/cache_book.ts";
 import { TokenLedger } from "../../src/assistant/token_ledger.ts";
 import { TURN_CONFIG } from "../support/turn_config.ts";
 
@@ -74,6 +75,8 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
       },
     },
     ledger: new TokenLedger(),
+    book: new CacheBook(),
+    warm: false,
     conversation: emptyConversation(),
     now: new Date(0),
   });

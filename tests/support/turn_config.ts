@@ -11,4 +11,6 @@ export const TURN_CONFIG: TurnConfig = Object.freeze({
   tool_timeout: 30,
   tool_output_limit: 16384,
   request: {},
+  cache_reuse: 256,
+  compact: false,
 });
