@@ -266,6 +266,7 @@ export class Replies {
             ? { truncated: true as const, truncated_by: result.truncated }
             : {}),
           ...(turn.replaces ? { replaces: true as const } : {}),
+          ...(result.timings ? { timings: result.timings } : {}),
           ...ref,
         });
         if (id !== null && title !== null) {

@@ -10,7 +10,11 @@ import {
   reply,
   stall,
 } from "../support/fake_llm.ts";
-import { isIdle, type SocketClient } from "../support/socket_client.ts";
+import {
+  isIdle,
+  type SocketClient,
+  withoutTimings,
+} from "../support/socket_client.ts";
 
 async function ask(client: SocketClient, text: string, ref?: string) {
   await client.send({ type: "ask", text, ...(ref ? { ref } : {}) });
@@ -168,7 +172,7 @@ Deno.test("a waiting ask starts at once: the title request gives way and is aske
   assert.ok(isTitleRequest(held.body));
 
   const events = await ask(client, "Second question", "q2");
-  assert.deepEqual(events.find((e) => e.type === "done"), {
+  assert.deepEqual(withoutTimings(events.find((e) => e.type === "done")!), {
     type: "done",
     id: 1,
     stopped: false,

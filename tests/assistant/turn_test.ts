@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { within } from "../support/client_harness.ts";
 import { LocalDaemon } from "../support/assistant_harness.ts";
-import { FakeLlm, gated, hold, reply } from "../support/fake_llm.ts";
-import { isIdle } from "../support/socket_client.ts";
+import { chunk, FakeLlm, gated, hold, reply } from "../support/fake_llm.ts";
+import { isIdle, withoutTimings } from "../support/socket_client.ts";
 
 const TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname;
 
@@ -73,7 +73,11 @@ Deno.test("a turn streams thinking, tokens and a tool call in order and stores t
   );
   assert.deepEqual(events[5], { type: "tool", name: "echo_args", done: false });
   assert.deepEqual(events[6], { type: "tool", name: "echo_args", done: true });
-  assert.deepEqual(events[11], { type: "done", id: 1, stopped: false });
+  assert.deepEqual(withoutTimings(events[11]!), {
+    type: "done",
+    id: 1,
+    stopped: false,
+  });
 
   // The second request carried the real tool result for the model.
   const second = llm.chats[1]!.body as { messages: Message[] };
@@ -178,7 +182,11 @@ Deno.test("an ask during a reply stops it first; a late client gets the pending 
     { type: "user", text: "Second question" },
   ]);
   await within(held.aborted, "the held request to be aborted");
-  assert.deepEqual(events.at(-3), { type: "done", id: 1, stopped: false });
+  assert.deepEqual(withoutTimings(events.at(-3)!), {
+    type: "done",
+    id: 1,
+    stopped: false,
+  });
   const lateEvents = await late.until((e) =>
     e.type === "done" && e.stopped === false
   );
@@ -488,4 +496,59 @@ Deno.test("hello.pending names the reply's conversation: after new during a repl
   assert.equal(hello.pending, null);
   await client.send({ type: "stop" });
   await client.until(isIdle);
+});
+
+Deno.test("done carries what the turn's requests cost, summed over its tool round, as llama-server reported it", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await LocalDaemon.start({
+    llmUrl: llm.url,
+    toolsDirs: [TOOLS],
+  });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  llm.enqueue(
+    reply({ toolCalls: [{ name: "echo_args", arguments: '{"text":"x"}' }] }),
+    reply({ content: ["It said ", "x."] }),
+  );
+  await client.send({ type: "ask", text: "Echo x" });
+  const done = (await client.until(isIdle)).find((e) => e.type === "done");
+  assert.ok(done?.type === "done" && done.timings);
+  const timings = done.timings;
+  const [first, second] = llm.cacheLog;
+  assert.ok(first && second);
+  assert.equal(timings.prompt_n, first.promptN + second.promptN);
+  assert.equal(timings.cache_n, first.cacheN + second.cacheN);
+  // The follow-up request reused the first one's prompt from the cache.
+  assert.ok(second.cacheN > 0);
+  assert.ok(timings.predicted_n > 0);
+  assert.ok(timings.prompt_ms > 0 && timings.predicted_ms >= 0);
+  assert.deepEqual(Object.keys(timings).sort(), [
+    "cache_n",
+    "predicted_ms",
+    "predicted_n",
+    "prompt_ms",
+    "prompt_n",
+  ]);
+});
+
+Deno.test("a server that reports no timings leaves them out of done and changes nothing else", async () => {
+  await using llm = await FakeLlm.start();
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  llm.enqueue({
+    async *steps(context) {
+      yield { send: chunk(context, { role: "assistant", content: null }) };
+      yield { send: chunk(context, { content: "Plain." }) };
+      yield { send: chunk(context, {}, "stop") };
+      yield { send: "data: [DONE]\n\n" };
+    },
+  });
+  await client.send({ type: "ask", text: "Hi" });
+  const events = await client.until(isIdle);
+  assert.deepEqual(events.find((e) => e.type === "done"), {
+    type: "done",
+    id: 1,
+    stopped: false,
+  });
 });

@@ -19,6 +19,14 @@ export type Received = Event & Record<string, unknown>;
 export const isIdle = (event: Received): boolean =>
   event.type === "state" && event.state === "idle";
 
+/** An event without the `timings` a finished reply's `done` carries: for asserting the rest of it exactly. */
+export function withoutTimings(event: Received): Received {
+  const { timings: _timings, ...rest } = event as Received & {
+    timings?: unknown;
+  };
+  return rest as Received;
+}
+
 /** The received event of one type. */
 export type EventOf<T extends Event["type"]> = Extract<Event, { type: T }>;
 
