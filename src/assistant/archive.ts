@@ -61,6 +61,8 @@ export class Archive {
       private: false,
       windowStart: null,
       summary: opened.summary && { ...opened.summary, carrier: null },
+      summaryFailedAt: null,
+      lastRequest: null,
     };
   }
 

@@ -18,7 +18,11 @@ import type { runTool } from "../tools/runner.ts";
 import type { ToolDef } from "../tools/load.ts";
 import type { McpHub } from "../tools/mcp.ts";
 import { Archive, type Searcher } from "./archive.ts";
-import { type Conversation, emptyConversation } from "./conversation.ts";
+import {
+  type Conversation,
+  emptyConversation,
+  summaryView,
+} from "./conversation.ts";
 import { Replies } from "./replies.ts";
 import {
   foldStatus,
@@ -30,6 +34,7 @@ import {
 } from "./status.ts";
 import { TokenLedger } from "./token_ledger.ts";
 import { CacheBook } from "./cache_book.ts";
+import { Summarizer } from "./summarizer.ts";
 import { Titler } from "./title.ts";
 import { ToolCalls } from "./tool_calls.ts";
 import type { ModelSource, TurnConfig, TurnStart } from "./turn.ts";
@@ -69,12 +74,14 @@ export class Assistant implements Disposable {
   #shutdown = new AbortController();
   #calls: ToolCalls;
   #titles: Titler;
+  #summaries: Summarizer;
   #archive: Archive;
   #replies: Replies;
 
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
     this.#options = options;
+    const ledger = new TokenLedger();
     this.#calls = new ToolCalls({
       tools: options.tools,
       mcp: options.mcp ?? null,
@@ -92,6 +99,15 @@ export class Assistant implements Disposable {
       emit: (event) => this.#publish(event),
       busy: () => this.#replies.turn !== null,
     });
+    this.#summaries = new Summarizer({
+      llm: options.llm,
+      store: options.store,
+      ledger,
+      config: options.config,
+      publish: (event) => this.#publish(event),
+      busy: () => this.#replies.turn !== null,
+      current: () => this.#current,
+    });
     this.#archive = new Archive({
       store: options.store,
       searcher: options.searcher,
@@ -103,9 +119,10 @@ export class Assistant implements Disposable {
       llm: options.llm,
       config: options.config,
       tools: this.#calls,
-      ledger: new TokenLedger(),
+      ledger,
       book: new CacheBook(options.store),
       titles: this.#titles,
+      summaries: this.#summaries,
       now: () => options.now?.() ?? new Date(),
       shutdown: this.#shutdown.signal,
       current: () => this.#current,
@@ -201,6 +218,7 @@ export class Assistant implements Disposable {
   async settled(): Promise<void> {
     await this.#replies.settled();
     await this.#titles.settled();
+    await this.#summaries.settled();
   }
 
   /** Ends the reply in flight as stopped, kills running tools and drops title requests: for shutdown. */
@@ -208,6 +226,7 @@ export class Assistant implements Disposable {
     this.#replies.stop();
     this.#shutdown.abort();
     this.#titles[Symbol.dispose]();
+    this.#summaries[Symbol.dispose]();
   }
 
   /** Same as `shutdown`. */
@@ -234,6 +253,7 @@ export class Assistant implements Disposable {
       id: conversation.id,
       turns: conversation.turns,
       ...(conversation.private ? { private: true as const } : {}),
+      summary: summaryView(conversation),
       ...refField(ref),
     });
   }
@@ -241,6 +261,7 @@ export class Assistant implements Disposable {
   #delete(id: number): Event {
     if (this.#replies.turn?.conversation.id === id) this.#replies.stop();
     this.#archive.delete(id);
+    this.#summaries.cancel(id);
     if (this.#current.id === id) this.#setCurrent(emptyConversation());
     return this.#archive.list();
   }

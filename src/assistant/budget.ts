@@ -11,7 +11,8 @@ import type { Truncation } from "../protocol/protocol.ts";
 import { AssistantError } from "../base/errors.ts";
 import { contextOverflow } from "../llm/http_error.ts";
 import { log } from "../base/log.ts";
-import { HistoryWindow } from "./history_window.ts";
+import { type Cover, HistoryWindow } from "./history_window.ts";
+import { withSummary } from "./prompt.ts";
 import { cuttable } from "./result_cut.ts";
 import { type Tokenize, type TokenLedger, utf8Bytes } from "./token_ledger.ts";
 import { TurnRounds } from "./turn_rounds.ts";
@@ -71,6 +72,19 @@ export interface PlanOptions {
   signal: AbortSignal;
   /** Where the conversation's last request started its window, for a window that moves in blocks; null slides. */
   blockFrom?: number | null;
+  /** The conversation's running summary and the turn whose question carries it (null: this turn's will). */
+  summary?: RidingSummary | null;
+  /** What the summary asks of the window; null when nothing summarises. */
+  cover?: Cover | null;
+}
+
+/** A summary as a request carries it. */
+export interface RidingSummary {
+  text: string;
+  /** Its size in tokens, when measured. */
+  tokens: number | null;
+  /** The earlier turn whose question carries it; null, or a turn the window leaves out: this turn's question. */
+  carrier: number | null;
 }
 
 /** The request of one reply as it grows round by round, and what it costs. */
@@ -85,9 +99,12 @@ export class ContextPlan {
    */
   readonly #fixedTokens: number;
   readonly #questionCost: number;
+  readonly #summaryCost: number;
   readonly #window: HistoryWindow;
   readonly #rounds: TurnRounds;
   #nCtx: number | null;
+  /** Tokens the earlier turns could take when the window was chosen. */
+  readonly #room: number;
   /** Real prompt size less the estimate, from the last size llama-server reported. */
   #correction = 0;
   /** The first request's reported size and the history it carried: what the ledger learns from. */
@@ -125,8 +142,12 @@ export class ContextPlan {
       model,
       utf8Bytes(options.question.content),
     );
+    const summary = options.summary ?? null;
+    this.#summaryCost = summary === null ? 0 : summary.tokens ??
+      ledger.estimate(model, utf8Bytes(withSummary("", summary.text)));
     const room = (this.budget ?? Infinity) - this.#fixedTokens -
-      this.#questionCost;
+      this.#questionCost - this.#summaryCost;
+    this.#room = room;
     this.#window = new HistoryWindow(
       options,
       room,
@@ -166,18 +187,47 @@ export class ContextPlan {
     return this.#window.total;
   }
 
+  /** Tokens the earlier turns could take when the window was chosen. */
+  get room(): number {
+    return this.#room;
+  }
+
   /** The request's size as estimated (or as last reported, plus what came since). */
   estimate(): number {
     return this.#fixedTokens + this.#window.cost + this.#questionCost +
-      this.#rounds.cost() + this.#correction;
+      this.#summaryCost + this.#rounds.cost() + this.#correction;
   }
 
-  /** The request's messages: system prompt, history sent, question, this turn's rounds. */
+  /**
+   * The turn whose question carries the summary: the earlier turn that
+   * carried it while the window still holds that turn, else this turn's
+   * (`total`); null without a summary.
+   */
+  get carrier(): number | null {
+    const summary = this.#o.summary ?? null;
+    if (summary === null) return null;
+    const { carrier } = summary;
+    return carrier !== null && carrier >= this.#window.start &&
+        carrier < this.#window.total
+      ? carrier
+      : this.#window.total;
+  }
+
+  /** The request's messages: system prompt, history sent (the summary in the question that carries it), question, this turn's rounds. */
   messages(): ChatMessage[] {
+    const summary = this.#o.summary ?? null;
+    const carrier = this.carrier;
+    const { question } = this.#o;
     return [
       this.#o.system,
-      ...this.#window.messages(),
-      this.#o.question,
+      ...this.#window.messages(
+        summary && carrier !== this.#window.total
+          ? { turn: carrier!, text: summary.text }
+          : null,
+      ),
+      summary && carrier === this.#window.total
+        ? { ...question, content: withSummary(question.content, summary.text) }
+        : question,
       ...this.#rounds.messages(),
     ];
   }

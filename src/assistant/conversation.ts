@@ -6,7 +6,7 @@
  */
 import { AssistantError } from "../base/errors.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
-import type { TurnView } from "../protocol/protocol.ts";
+import type { SummaryView, TurnView } from "../protocol/protocol.ts";
 import type { Store, StoredTurn } from "../store/store.ts";
 
 /** A conversation's running summary as the assistant holds it. */
@@ -36,6 +36,10 @@ export interface Conversation {
   windowStart: number | null;
   /** What the turns that left the window said; null while none has. */
   summary: Summary | null;
+  /** The window start a summary was last asked for in this run and could not be made; null when none failed. */
+  summaryFailedAt: number | null;
+  /** The messages of the last request a turn of this conversation sent, and the reply that ended it: a summary request begins with them, so the server reuses its cache. */
+  lastRequest: ChatMessage[] | null;
 }
 
 /** A new conversation with no turns, not yet saved. */
@@ -48,7 +52,15 @@ export function emptyConversation(isPrivate = false): Conversation {
     private: isPrivate,
     windowStart: null,
     summary: null,
+    summaryFailedAt: null,
+    lastRequest: null,
   };
+}
+
+/** The summary as clients are shown it; null while there is none. */
+export function summaryView(conversation: Conversation): SummaryView | null {
+  const { summary } = conversation;
+  return summary && { text: summary.text, turns: summary.turns };
 }
 
 /** The earlier turns a reply is asked with: a retry is asked as if the turn it replaces had not been. */

@@ -4,7 +4,7 @@
  * must shrink.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { replayable } from "./prompt.ts";
+import { replayable, withSummary } from "./prompt.ts";
 import { overheadOf, shapeOf, type TokenLedger } from "./token_ledger.ts";
 
 /** How many of the newest turns (costs oldest first) fit in `room`, at most `limit`: stops at the first that does not. */
@@ -41,6 +41,55 @@ export function windowStart(
   limit: number,
   previous: number | null,
 ): number {
+  return blockStart(count, cost, room, limit, previous);
+}
+
+/** What a running summary asks of the window. */
+export interface Cover {
+  /** The first turns the summary covers (0: there is none). */
+  summarized: number;
+  /**
+   * While the summary of a move is still to come, the window keeps the
+   * turns it would not cover (from where the last request started), beyond
+   * the turn limit though never beyond the room; false once the summary of
+   * this move failed (it is tried again at the next move), or when nothing
+   * summarises.
+   */
+  hold: boolean;
+  /** The start a summary was last asked for and could not be made: its move goes ahead without one. */
+  failedAt: number | null;
+}
+
+/**
+ * Where the window starts beside a running summary: never earlier than the
+ * turns the summary covers (they would be said twice), and while `hold`,
+ * never past turns no summary covers yet unless the room forces it.
+ */
+export function coveredStart(
+  count: number,
+  cost: (index: number) => number,
+  room: number,
+  limit: number,
+  previous: number | null,
+  cover: Cover,
+): number {
+  const start = blockStart(count, cost, room, limit, previous);
+  const covered = Math.min(cover.summarized, count);
+  if (start <= covered) return covered;
+  // A window new in this run has no cache to keep: the summary catches up.
+  if (!cover.hold || previous === null) return start;
+  if (cover.failedAt !== null && start <= cover.failedAt) return start;
+  const bySize = count - newestThatFit(count, cost, room, Infinity);
+  return Math.min(start, Math.max(previous, covered, bySize));
+}
+
+function blockStart(
+  count: number,
+  cost: (index: number) => number,
+  room: number,
+  limit: number,
+  previous: number | null,
+): number {
   const sliding = count - newestThatFit(count, cost, room, limit);
   // Any later start fits too: fewer of the same turns.
   if (previous === null || previous >= sliding) {
@@ -61,6 +110,8 @@ export interface WindowOptions {
   counts: readonly (number | null)[];
   /** Where the conversation's last request started its window, to move in blocks from; absent or null slides. */
   blockFrom?: number | null;
+  /** The running summary's claim on the window; absent: none. */
+  cover?: Cover | null;
 }
 
 /** The earlier turns a request carries, and what they cost. */
@@ -79,13 +130,11 @@ export class HistoryWindow {
   constructor(options: WindowOptions, room: number, limit: number) {
     this.#o = options;
     const total = options.history.length;
-    this.#start = windowStart(
-      total,
-      (i) => this.#turnCost(i),
-      room,
-      limit,
-      options.blockFrom ?? null,
-    );
+    const cost = (i: number) => this.#turnCost(i);
+    const previous = options.blockFrom ?? null;
+    this.#start = options.cover
+      ? coveredStart(total, cost, room, limit, previous, options.cover)
+      : windowStart(total, cost, room, limit, previous);
     for (let i = this.#start; i < total; i++) {
       this.#cost += this.#turnCost(i);
     }
@@ -117,18 +166,29 @@ export class HistoryWindow {
     return newest >= this.#start ? this.#cost - this.#turnCost(newest) : 0;
   }
 
-  /** The messages of the turns carried, oldest first. */
-  messages(): ChatMessage[] {
+  /** The messages of the turns carried, oldest first; `summary` rides ahead of the question of its turn. */
+  messages(
+    summary: { turn: number; text: string } | null = null,
+  ): ChatMessage[] {
     const out: ChatMessage[] = [];
     for (let i = this.#start; i < this.#o.history.length; i++) {
-      // Turns saved before tool calls were made replayable may hold
-      // arguments llama-server cannot parse.
+      let first = true;
       for (const message of this.#o.history[i]!) {
-        out.push(
-          message.role === "assistant" && message.tool_calls
-            ? { ...message, tool_calls: message.tool_calls.map(replayable) }
-            : message,
-        );
+        if (first && summary?.turn === i && message.role === "user") {
+          out.push({
+            ...message,
+            content: withSummary(message.content, summary.text),
+          });
+        } else {
+          // Turns saved before tool calls were made replayable may hold
+          // arguments llama-server cannot parse.
+          out.push(
+            message.role === "assistant" && message.tool_calls
+              ? { ...message, tool_calls: message.tool_calls.map(replayable) }
+              : message,
+          );
+        }
+        first = false;
       }
     }
     return out;

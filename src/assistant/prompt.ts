@@ -1,7 +1,8 @@
 /**
  * What the model is sent besides the history: the system prompt stamped with
  * the date and the model in use, the question stamped with the local time,
- * and tool calls in a shape llama-server can parse back.
+ * the running summary riding in a question, and tool calls in a shape
+ * llama-server can parse back.
  */
 import type { ToolCall } from "../llm/chat_types.ts";
 
@@ -55,4 +56,18 @@ export function replayable(call: ToolCall): ToolCall {
     // Not JSON: replaced below.
   }
   return { ...call, function: { ...call.function, arguments: "{}" } };
+}
+
+/** How a running summary is introduced to the model. */
+export const SUMMARY_INTRO = "Summary of the earlier conversation:";
+
+/**
+ * A question that carries the running summary ahead of it. The summary rides
+ * in a question rather than in the system prompt: llama-server's cache can
+ * skip over text removed from a prompt it holds, but not over text put into
+ * it, so a summary changed in the system message would make the server read
+ * every kept turn again.
+ */
+export function withSummary(question: string, summary: string): string {
+  return `${SUMMARY_INTRO}\n${summary}\n\n${question}`;
 }

@@ -19,6 +19,7 @@ import {
 } from "./conversation.ts";
 import type { CacheBook } from "./cache_book.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
+import type { Summarizer } from "./summarizer.ts";
 import type { Titler } from "./title.ts";
 import type { TokenLedger } from "./token_ledger.ts";
 import {
@@ -40,6 +41,7 @@ export interface RepliesOptions {
   ledger: TokenLedger;
   book: CacheBook;
   titles: Titler;
+  summaries: Summarizer;
   now: () => Date;
   /** Aborts once the daemon is shutting down. */
   shutdown: AbortSignal;
@@ -99,8 +101,10 @@ export class Replies {
   start(conversation: Conversation, start: TurnStart): void {
     this.stop();
     const o = this.#o;
-    // A title request never holds up a question: it waits for the next pause.
+    // A title or summary request never holds up a question: it waits for
+    // the next pause.
     o.titles.pause();
+    o.summaries.pause();
     const turn = new Turn({
       ...start,
       llm: o.llm,
@@ -193,6 +197,10 @@ export class Replies {
     for (const target of new Set([conversation, o.current()])) {
       if (sameConversation(target, conversation)) {
         target.windowStart = result.start;
+        target.lastRequest = result.request;
+        if (target.summary && result.carrier !== null) {
+          target.summary.carrier = result.carrier;
+        }
       }
     }
     const row = id === null ? null : o.store.lastTurnId(id);
@@ -223,10 +231,19 @@ export class Replies {
       : null;
     // The turn's count goes first: a title request is the one that gives
     // way, never a count the next reply's history uses.
+    const model = turn.model;
     this.#track(
       this.#count(result, conversation, stored.messages, row).finally(() => {
         if (titled) o.titles.request(titled.id, titled.source);
         o.titles.resume();
+        if (o.config.compact && model) {
+          o.summaries.consider(conversation, {
+            model,
+            schemas: result.schemas,
+            room: result.room,
+          });
+        }
+        o.summaries.resume();
       }),
     );
   }
@@ -287,14 +304,18 @@ export class Replies {
             max: result.nCtx ?? status.ctx_max,
             sent: result.sent,
             total: result.total,
+            summarized: turn.conversation.summary?.turns ?? 0,
           });
         }
         break;
       }
     }
     o.publish({ type: "state", state: "idle" });
-    // A finished turn's title request waits for its count.
-    if (outcome.kind !== "finished") o.titles.resume();
+    // A finished turn's title and summary requests wait for its count.
+    if (outcome.kind !== "finished") {
+      o.titles.resume();
+      o.summaries.resume();
+    }
   }
 
   /** The client's code and message for a failed turn, and a log line that cannot quote the turn. */

@@ -104,6 +104,11 @@ export function helloEvent(parts: HelloParts): Event {
     pending: helloPending(parts),
     ...(waiting ? { confirm: waiting } : {}),
     ...(current.private ? { private: true as const } : {}),
+    ...(current.summary
+      ? {
+        summary: { text: current.summary.text, turns: current.summary.turns },
+      }
+      : {}),
   };
 }
 

@@ -42,7 +42,7 @@ export interface ModelSource {
   ): Promise<number>;
 }
 
-/** The config keys a turn reads. */
+/** The config keys a turn reads (and its summary, made after it). */
 export type TurnConfig = Pick<
   Config,
   | "thinking"
@@ -55,6 +55,7 @@ export type TurnConfig = Pick<
   | "request"
   | "cache_reuse"
   | "compact"
+  | "summary_tokens"
 >;
 
 /** A tool call waiting for the user: what clients are shown, and its outcome once decided (null: allowed, run it). */
@@ -123,6 +124,14 @@ export interface TurnResult {
   nCtx: number | null;
   /** The index of the first earlier turn its last request carried. */
   start: number;
+  /** Tokens the earlier turns could take in its requests. */
+  room: number;
+  /** The turn whose question carried the summary; null without one. */
+  carrier: number | null;
+  /** Its last request's messages and the reply that ended it: what the server's cache holds now. */
+  request: ChatMessage[];
+  /** The tool schemas its requests carried. */
+  schemas: unknown[];
   /** What the turn's requests cost the server, summed; null when it reported none. */
   timings: Timings | null;
 }
@@ -222,16 +231,26 @@ export class Turn {
       tokenize,
       signal,
       blockFrom: blocks ? previous : null,
+      summary: conversation.summary,
+      cover: config.compact || conversation.summary
+        ? {
+          summarized: conversation.summary?.turns ?? 0,
+          hold: config.compact,
+          failedAt: conversation.summaryFailedAt,
+        }
+        : null,
     });
     const stored: ChatMessage[] = [question];
     const used: string[] = [];
     let truncated: Truncation | null = null;
     let timings: Timings | null = null;
+    let sent: ChatMessage[] = [];
 
     for (let round = 0;; round++) {
       const last = round >= config.max_tool_rounds;
-      const stream = await sendWithin(plan, (messages) =>
-        llm.chat(
+      const stream = await sendWithin(plan, (messages) => {
+        sent = messages;
+        return llm.chat(
           model,
           chatBody({
             model: model.id,
@@ -243,7 +262,8 @@ export class Turn {
             ...(last && schemas.length > 0 ? { toolChoiceNone: true } : {}),
           }),
           signal,
-        ));
+        );
+      });
       const end: ReplyEnd = yield* readReply(stream, this.pending);
       timings = addTimings(timings, end.timings);
       // The first request after the window moved says whether the server
@@ -311,6 +331,10 @@ export class Turn {
       total: plan.total,
       nCtx: plan.nCtx,
       start: plan.start,
+      room: plan.room,
+      carrier: plan.carrier,
+      request: [...sent, stored.at(-1)!],
+      schemas,
       timings,
     };
   }

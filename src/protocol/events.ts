@@ -135,6 +135,8 @@ export type Event =
     private?: true;
     /** Whether the voice client records now. */
     listening?: boolean;
+    /** The current conversation's running summary, when it has one. */
+    summary?: SummaryView;
   }
   | { type: "state"; state: State; tool?: string }
   | { type: "user"; text: string; replaces?: true; ref?: Ref }

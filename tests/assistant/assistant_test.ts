@@ -72,6 +72,7 @@ Deno.test("open broadcasts the conversation; an unknown id is refused and change
     type: "conversation",
     id,
     turns: [{ user: "question 0", reply: "answer", tools: [] }],
+    summary: null,
   }]);
   const hello = assistant.hello();
   assert.ok(hello.type === "hello");

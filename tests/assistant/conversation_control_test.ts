@@ -112,6 +112,7 @@ Deno.test("every answer kind and a turn's user, done and error carry the command
     type: "conversation",
     id: null,
     turns: [],
+    summary: null,
     ref: "n",
   });
   await b.next("conversation");

@@ -1,6 +1,9 @@
 /** Where a reply's history window starts: sliding, or moving in blocks. */
 import assert from "node:assert/strict";
-import { windowStart } from "../../src/assistant/history_window.ts";
+import {
+  coveredStart,
+  windowStart,
+} from "../../src/assistant/history_window.ts";
 
 /** The start of each of `turns` asks in one conversation, each window moving from the one before. */
 function starts(
@@ -58,4 +61,63 @@ Deno.test("a window of one or two turns moves a turn at a time in blocks too", (
 
 Deno.test("a start from a longer history than there is now (a retry) is capped at the turns there are", () => {
   assert.equal(windowStart(3, () => 1, Infinity, 10, 4), 3);
+});
+
+Deno.test("beside a summary the window never carries a turn it covers, and holds uncovered turns while the summary is due", () => {
+  const cost = () => 10;
+  // The summary covers the first six of sixteen turns: the window starts there.
+  assert.equal(
+    coveredStart(16, cost, Infinity, 10, 0, {
+      summarized: 6,
+      hold: true,
+      failedAt: null,
+    }),
+    6,
+  );
+  // Eleven turns, a move due and no summary yet: the window holds at its
+  // start, past the turn limit, while the turns fit the room...
+  assert.equal(
+    coveredStart(11, cost, Infinity, 10, 0, {
+      summarized: 0,
+      hold: true,
+      failedAt: null,
+    }),
+    0,
+  );
+  // ...but never past the room.
+  assert.equal(
+    coveredStart(11, cost, 80, 10, 0, {
+      summarized: 0,
+      hold: true,
+      failedAt: null,
+    }),
+    3,
+  );
+  // Once the summary of this move failed, the window moves without it.
+  assert.equal(
+    coveredStart(11, cost, Infinity, 10, 0, {
+      summarized: 0,
+      hold: false,
+      failedAt: null,
+    }),
+    6,
+  );
+  // ...or once it failed for this very move.
+  assert.equal(
+    coveredStart(11, cost, Infinity, 10, 0, {
+      summarized: 0,
+      hold: true,
+      failedAt: 6,
+    }),
+    6,
+  );
+  // A window new in this run (no previous start) moves at once: no cache to keep.
+  assert.equal(
+    coveredStart(11, cost, Infinity, 10, null, {
+      summarized: 0,
+      hold: true,
+      failedAt: null,
+    }),
+    1,
+  );
 });

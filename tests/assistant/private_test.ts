@@ -70,6 +70,7 @@ Deno.test("a private conversation of several turns leaves no byte in the history
       id: null,
       turns: [],
       private: true,
+      summary: null,
       ref: "p",
     });
     llm.enqueue(
@@ -135,6 +136,7 @@ Deno.test("a private conversation of several turns leaves no byte in the history
       type: "conversation",
       id: null,
       turns: [],
+      summary: null,
     });
     llm.enqueue(reply({ content: ["Fresh."] }));
     await ask(client, "A fresh question");
@@ -181,6 +183,7 @@ Deno.test("a private conversation's reply stops when another conversation become
       type: "conversation",
       id: 1,
       turns: [{ user: "Kept question", reply: "Kept.", tools: [] }],
+      summary: null,
     },
   ]);
   await within(held.aborted, "the private reply's request to be aborted");

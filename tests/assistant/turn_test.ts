@@ -245,7 +245,7 @@ Deno.test("the next request carries stored history with stamps, capped at histor
     llmUrl: llm.url,
     toolsDirs: [TOOLS],
     config:
-      "history_turns = 2\nthinking = false\n[request]\ntemperature = 0.2\n",
+      "history_turns = 2\ncompact = false\nthinking = false\n[request]\ntemperature = 0.2\n",
   });
   await using client = await daemon.connect();
   await client.next("hello");
@@ -334,6 +334,7 @@ Deno.test("a reply is saved where it began even when another conversation is ope
     type: "conversation",
     id: 2,
     turns: [{ user: "In conversation two", reply: "slow reply", tools: [] }],
+    summary: null,
   });
 });
 
@@ -353,7 +354,7 @@ Deno.test("deleting the conversation a reply belongs to stops the reply", async 
   assert.deepEqual(events.slice(0, 3), [
     { type: "done", id: 1, stopped: true },
     { type: "state", state: "idle" },
-    { type: "conversation", id: null, turns: [] },
+    { type: "conversation", id: null, turns: [], summary: null },
   ]);
   assert.deepEqual(events.at(-1), { type: "conversations", items: [] });
   await within(llm.chats[1]!.aborted, "the reply's request to be aborted");

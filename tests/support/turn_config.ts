@@ -13,4 +13,5 @@ export const TURN_CONFIG: TurnConfig = Object.freeze({
   request: {},
   cache_reuse: 256,
   compact: false,
+  summary_tokens: 400,
 });
