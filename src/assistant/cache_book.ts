@@ -29,6 +29,8 @@ export interface MovedSample {
   kept: number;
   /** Prompt tokens the server reused. */
   cacheN: number;
+  /** The request's `n_cache_reuse`: the server reuses no run of cached tokens shorter than this. */
+  reuse: number;
 }
 
 /** Each model's prompt-cache finding. */
@@ -64,7 +66,9 @@ export class CacheBook {
    * changed. Returns the finding when the sample tells.
    */
   observe(model: string, sample: MovedSample): boolean | null {
-    if (sample.kept < MIN_KEPT_TOKENS) return null;
+    // Kept turns shorter than the shortest run the server reuses are read
+    // again by any server: they tell nothing.
+    if (sample.kept < Math.max(MIN_KEPT_TOKENS, sample.reuse)) return null;
     const shifts = sample.cacheN >= sample.fixed + sample.kept / 2;
     const before = this.shifts(model);
     if (before === shifts) return shifts;

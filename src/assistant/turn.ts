@@ -275,6 +275,7 @@ export class Turn {
         this.#o.book.observe(model.id, {
           ...plan.carried(),
           cacheN: end.timings.cache_n,
+          reuse,
         });
       }
       truncated = plan.reported(end.finish, end.usage);

@@ -96,7 +96,7 @@ export async function* checks(
         } matches no tool file or MCP tool: a misspelt name there would let that tool run without asking`,
       };
     }
-    yield* llmLines(config, options);
+    yield* llmLines(paths, config, options);
   }
   yield* historyLines(paths);
 }
@@ -186,6 +186,7 @@ async function* mcpLines(
 }
 
 async function* llmLines(
+  paths: Paths,
   config: Config,
   options: CheckOptions,
 ): AsyncGenerator<CheckLine> {
@@ -240,6 +241,7 @@ async function* llmLines(
         }`,
       };
     }
+    yield cacheLine(paths, config, choice.id);
   } catch (error) {
     const message = messageOf(error);
     yield {
@@ -250,6 +252,47 @@ async function* llmLines(
         : `${message} (${url}/v1/models)`,
     };
   }
+}
+
+/** What the daemon learnt of the model's prompt cache, from the history file, and what it makes of the window. */
+function cacheLine(paths: Paths, config: Config, model: string): CheckLine {
+  const line = (message: string): CheckLine => ({
+    status: "ok",
+    subject: "prompt cache",
+    message,
+  });
+  const reuse = config.request.n_cache_reuse ?? config.cache_reuse;
+  if (typeof reuse === "number" && reuse <= 0) {
+    return line(
+      "n_cache_reuse is off (cache_reuse = 0): the history window moves in blocks, so the server reads the kept turns again once a block",
+    );
+  }
+  let shifts: boolean | null = null;
+  try {
+    const db = new DatabaseSync(paths.dbPath, { readOnly: true });
+    try {
+      const row = db.prepare("SELECT shifts FROM model_cache WHERE model = ?")
+        .get(model);
+      shifts = row === undefined ? null : Number(row.shifts) === 1;
+    } finally {
+      db.close();
+    }
+  } catch {
+    // No history yet, or one from before findings were kept.
+  }
+  const compact = config.compact
+    ? "; with compact on it moves in blocks, one summary a block"
+    : "";
+  if (shifts === null) {
+    return line(
+      `not learnt yet for this model: the daemon learns it from the first request after the history window moves${compact}`,
+    );
+  }
+  return line(
+    shifts
+      ? `llama-server shifts this model's cache (n_cache_reuse works): the history window may slide a turn at a time${compact}`
+      : "llama-server cannot shift this model's cache (a sliding-window, recurrent or hybrid model): the history window moves in blocks of half of history_turns",
+  );
 }
 
 /** The reply's reserve and where it comes from, as `check` prints it. */

@@ -13,6 +13,7 @@ import {
   inheritedEnv,
 } from "../support/daemon_harness.ts";
 import { FakeLlm } from "../support/fake_llm.ts";
+import { withoutTimings } from "../support/socket_client.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 const FIXTURE_TOOLS = new URL("../fixtures/tools/", import.meta.url).pathname;
@@ -88,6 +89,7 @@ Deno.test("check against the fake llama-server: every line ok, exit 0, and no da
     "ok   tools: none loaded from no dirs",
     `ok   backend: up at ${llm.url}`,
     "ok   model: /srv/models/tiny.gguf (single model), context 4096 tokens, 1024 kept for the reply (reply_reserve)",
+    "ok   prompt cache: not learnt yet for this model: the daemon learns it from the first request after the history window moves; with compact on it moves in blocks, one summary a block",
     `ok   history: no database yet at ${home.dbPath}: the daemon creates it at its first start`,
   ]);
   assert.equal(await exists(home.dbPath), false);
@@ -110,6 +112,48 @@ Deno.test("check prints the reply's reserve as the budget takes it: max_tokens, 
       "ok   model: /srv/models/tiny.gguf (single model), context 8192 tokens, 4096 kept for the reply (max_tokens in [request], capped at half the context)",
     ),
     result.lines.join("\n"),
+  );
+});
+
+Deno.test("check prints what the daemon learnt of the model's prompt cache, and what cache_reuse = 0 makes of the window", async () => {
+  await using llm = await FakeLlm.start();
+  await using home = await makeHome(
+    `llm_url = ${JSON.stringify(llm.url)}\ntools_dirs = []\ncompact = false\n`,
+  );
+  await Deno.mkdir(join(home.home, "data/desktop-assistant"), {
+    recursive: true,
+  });
+  {
+    using store = new Store(home.dbPath);
+    store.setCacheShift("/srv/models/tiny.gguf", false);
+  }
+  const blocked = await check(home);
+  assert.ok(
+    blocked.lines.includes(
+      "ok   prompt cache: llama-server cannot shift this model's cache (a sliding-window, recurrent or hybrid model): the history window moves in blocks of half of history_turns",
+    ),
+    blocked.lines.join("\n"),
+  );
+  {
+    using store = new Store(home.dbPath);
+    store.setCacheShift("/srv/models/tiny.gguf", true);
+  }
+  const sliding = await check(home);
+  assert.ok(
+    sliding.lines.includes(
+      "ok   prompt cache: llama-server shifts this model's cache (n_cache_reuse works): the history window may slide a turn at a time",
+    ),
+    sliding.lines.join("\n"),
+  );
+  await Deno.writeTextFile(home.configFile, "cache_reuse = 0\n", {
+    append: true,
+  });
+  const off = await check(home);
+  assert.ok(
+    off.lines.some((l) =>
+      l.startsWith("ok   prompt cache: n_cache_reuse is off (cache_reuse = 0)")
+    ),
+    off.lines.join("\n"),
   );
 });
 
@@ -294,7 +338,11 @@ Deno.test("check beside a running daemon only reads the history, and the daemon 
     const events = await client.until((e) =>
       e.type === "done" || e.type === "error"
     );
-    assert.deepEqual(events.at(-1), { type: "done", id: 1, stopped: false });
+    assert.deepEqual(withoutTimings(events.at(-1)!), {
+      type: "done",
+      id: 1,
+      stopped: false,
+    });
   } finally {
     await Deno.remove(home, { recursive: true });
   }

@@ -293,7 +293,12 @@ export function askedQuestion(body: unknown): string {
   const messages = (body as { messages?: { content?: unknown }[] } | null)
     ?.messages;
   const last = messages?.at(-1)?.content;
-  return typeof last === "string" ? last.replace(/^\[[^\]]*\] /, "") : "";
+  if (typeof last !== "string") return "";
+  // A question may carry the conversation's summary ahead of its stamp.
+  const question = last.startsWith("Summary of the earlier conversation:\n")
+    ? last.slice(last.search(/\n\n\[\d{4}-/) + 2)
+    : last;
+  return question.replace(/^\[[^\]]*\] /, "");
 }
 
 /** What `answering` streams for one question. */
