@@ -71,6 +71,8 @@ export class Assistant implements Disposable {
   #titles: Titler;
   #archive: Archive;
   #replies: Replies;
+  /** Whether listening is on: the voice client records meanwhile. */
+  #listening = false;
 
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
@@ -117,13 +119,14 @@ export class Assistant implements Disposable {
   /** The `hello` for a client that just connected. */
   hello(): Event {
     const turn = this.#replies.turn;
-    return helloEvent({
+    const hello = helloEvent({
       status: this.#status,
       backend: this.#options.backend?.(),
       current: this.#current,
       reply: turn && { conversation: turn.conversation, pending: turn.pending },
       waiting: this.#calls.waiting,
     });
+    return Object.assign(hello, { listening: this.#listening });
   }
 
   /**
@@ -170,6 +173,14 @@ export class Assistant implements Disposable {
         if (!this.#calls.answer(command.call, command.allow, ref)) {
           throw new AssistantError("no such call", { code: "no_such_call" });
         }
+        return null;
+      case "listen":
+        // Listening on means a question is coming: the reply in flight
+        // stops as it would for a new one. The event goes out even when the
+        // state stays, so a client that toggles always hears back.
+        if (command.on) this.#replies.stop();
+        this.#listening = command.on;
+        this.#publish({ type: "listening", on: command.on, ...refField(ref) });
         return null;
       case "ping":
         return {
