@@ -40,6 +40,9 @@ const ROW_IDS = [
   "web.render",
   "context.choose",
   "context.first_token",
+  "voice.first_chunk",
+  "voice.overhead",
+  "voice.stop",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

@@ -77,6 +77,8 @@ export class Assistant implements Disposable {
   #summaries: Summarizer;
   #archive: Archive;
   #replies: Replies;
+  /** Whether listening is on: the voice client records meanwhile. */
+  #listening = false;
 
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
@@ -134,13 +136,14 @@ export class Assistant implements Disposable {
   /** The `hello` for a client that just connected. */
   hello(): Event {
     const turn = this.#replies.turn;
-    return helloEvent({
+    const hello = helloEvent({
       status: this.#status,
       backend: this.#options.backend?.(),
       current: this.#current,
       reply: turn && { conversation: turn.conversation, pending: turn.pending },
       waiting: this.#calls.waiting,
     });
+    return Object.assign(hello, { listening: this.#listening });
   }
 
   /**
@@ -187,6 +190,14 @@ export class Assistant implements Disposable {
         if (!this.#calls.answer(command.call, command.allow, ref)) {
           throw new AssistantError("no such call", { code: "no_such_call" });
         }
+        return null;
+      case "listen":
+        // Listening on means a question is coming: the reply in flight
+        // stops as it would for a new one. The event goes out even when the
+        // state stays, so a client that toggles always hears back.
+        if (command.on) this.#replies.stop();
+        this.#listening = command.on;
+        this.#publish({ type: "listening", on: command.on, ...refField(ref) });
         return null;
       case "ping":
         return {

@@ -3,7 +3,7 @@
  * it asks for (pure), and carried out through the session's few means.
  */
 import type { ChatState } from "./chat_state.ts";
-import type { ClientCommand } from "./client.ts";
+import type { Command } from "../protocol/commands.ts";
 import type { IndentedLine } from "./chat_lines.ts";
 import type { Renderer } from "./chat_render.ts";
 
@@ -41,7 +41,7 @@ const COMMANDS: [string, string][] = [
   ],
   [
     "/talk",
-    "start or stop listening: the voice client records your question (the prompt says listening meanwhile)",
+    "start or stop listening, for every client: the voice client records meanwhile and asks what it heard once listening stops; starting it stops a reply in flight (the prompt says listening meanwhile)",
   ],
   ["/raw", "replies as sent, or their Markdown drawn again"],
   ["/help", "this help; /quit leaves"],
@@ -94,7 +94,7 @@ export type ChatAction =
   | { kind: "usage"; text: string }
   | { kind: "unknown"; name: string }
   /** A command for the daemon, and what the prompt waits for. */
-  | { kind: "request"; wait: Waiting; command: ClientCommand }
+  | { kind: "request"; wait: Waiting; command: Command }
   /** `/edit` alone: the last question goes on the line. */
   | { kind: "edit" }
   | { kind: "summary" }
@@ -116,7 +116,7 @@ export function parseSlash(text: string): ChatAction {
     kind: "usage",
     text: `usage: ${what}`,
   });
-  const request = (wait: Waiting, command: ClientCommand): ChatAction => ({
+  const request = (wait: Waiting, command: Command): ChatAction => ({
     kind: "request",
     wait,
     command,
@@ -141,7 +141,7 @@ export function parseSlash(text: string): ChatAction {
     case "/list": {
       const limit = rest === "" ? LIST_LIMIT : id;
       if (limit === null || limit < 1) return usage("/list [N]");
-      const command: ClientCommand = {
+      const command: Command = {
         type: "list",
         limit: Math.min(limit, 10_000),
       };
@@ -198,7 +198,7 @@ export interface CommandHost {
   /** Shows text above the prompt. */
   print(text: string): void;
   /** Sends a command with a fresh ref; the prompt waits as `wait` says. */
-  request(wait: Waiting, command: ClientCommand): void;
+  request(wait: Waiting, command: Command): void;
   /** What the chat knows of the shared state. */
   readonly shared: ChatState;
   /** Lines are edited in a terminal; piped ones are not. */

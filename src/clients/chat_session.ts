@@ -7,10 +7,10 @@
 import type { ListContext, Renderer } from "./chat_render.ts";
 import { runSlash, type Waiting } from "./chat_commands.ts";
 import { exported, type WriteFile, writeNewFile } from "./chat_export.ts";
-import { type ClientCommand, type DaemonClient, START_HINT } from "./client.ts";
+import { type DaemonClient, START_HINT } from "./client.ts";
 import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
-import type { Event, Ref } from "../protocol/events.ts";
+import type { Command, Event, Ref } from "../protocol/protocol.ts";
 import { ChatState, exportedSummary } from "./chat_state.ts";
 
 export type { WriteFile } from "./chat_export.ts";
@@ -321,12 +321,12 @@ export class ChatSession {
   }
 
   /** Sends a command that starts a turn: its `user` echo, or its error, ends the wait. */
-  #turn(command: ClientCommand): void {
+  #turn(command: Command): void {
     this.#request({ kind: "turn" }, command);
   }
 
   /** Sends a command with a fresh ref and waits for its answer. */
-  #request(wait: Waiting, command: ClientCommand): void {
+  #request(wait: Waiting, command: Command): void {
     const ref = this.client.nextRef();
     this.#awaiting.push({ ...wait, ref });
     this.#send({ ...command, ref });
@@ -347,7 +347,7 @@ export class ChatSession {
     });
   }
 
-  #send(command: ClientCommand): void {
+  #send(command: Command): void {
     this.client.send(command).catch(() => this.gone());
   }
 

@@ -6,18 +6,8 @@ import { type Env, socketPath } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
 import { type LineChunk, LineStream } from "../streams/line_stream.ts";
 import type { Command } from "../protocol/commands.ts";
-import type { Event, Ref } from "../protocol/events.ts";
+import type { Event } from "../protocol/events.ts";
 import { writeAll } from "../streams/write_all.ts";
-
-/** `listen {on}`: the voice client records while it is on. A daemon that does not know it answers `unknown_command`. */
-export interface ListenCommand {
-  type: "listen";
-  on: boolean;
-  ref?: Ref;
-}
-
-/** What a client may send: the protocol's commands and `listen`. */
-export type ClientCommand = Command | ListenCommand;
 
 /** The `hello` event a client gets first. */
 export type HelloEvent = Extract<Event, { type: "hello" }>;
@@ -285,7 +275,7 @@ export class DaemonClient implements AsyncDisposable {
   }
 
   /** Sends one command as a JSON line; writes never interleave. AssistantError when the daemon has gone. */
-  send(command: ClientCommand): Promise<void> {
+  send(command: Command): Promise<void> {
     const bytes = encoder.encode(JSON.stringify(command) + "\n");
     const write = this.#writing.then(() => this.#writeAll(bytes));
     this.#writing = write.catch(() => {});

@@ -1,14 +1,14 @@
 /**
  * `main.ts voice-flags [--task]`: the voice client's grants for the config's
  * voice keys. `deno task voice` runs the line `--task` prints
- * (task_command.ts): `deno run --quiet --no-prompt`, the flags, `main.ts
- * voice`, so the client starts with exactly its grants and nothing stays
- * resident beside `deno task`.
+ * (task_command.ts): `deno run --quiet --no-prompt`, the flags, this
+ * module's `main.ts`, `voice`, so the client starts with exactly its grants
+ * and nothing stays resident beside `deno task`.
  */
 import { MAIN_MODULE } from "./launch.ts";
 import { printTaskCommand, taskCommand } from "./task_command.ts";
 import { parseCommandLine } from "./usage.ts";
-import { type Env, readEnv, resolvePaths } from "../base/paths.ts";
+import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
 import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
@@ -18,17 +18,20 @@ import { loadVoiceSettings } from "../voice/settings.ts";
 
 const USAGE = "usage: main.ts voice-flags [--task]";
 
-/** Options of {@link voiceCommandWords}, for tests. */
+/** The voice client's own part of the command. */
+const CLIENT_WORDS: readonly string[] = [MAIN_MODULE, "voice"];
+
+/** Options of {@link voiceGrants}, for tests. */
 export interface VoiceFlagOptions {
   env?: Env;
   /** PATH for bare command names; default the process PATH. */
   pathEnv?: string;
 }
 
-/** The words after `deno run --quiet --no-prompt` that start the voice client: its flags, then `main.ts voice`. AssistantError naming the key of a command that is not installed. */
-export async function voiceCommandWords(
+/** The voice client's flags and the paths they were derived from. AssistantError naming the key of a command that is not installed. */
+export async function voiceGrants(
   options: VoiceFlagOptions = {},
-): Promise<string[]> {
+): Promise<{ paths: Paths; flags: string[] }> {
   const env = options.env ?? readEnv;
   const paths = resolvePaths(env);
   const settings = await loadVoiceSettings(paths, env);
@@ -43,13 +46,13 @@ export async function voiceCommandWords(
         throw new AssistantError(
           `${key}: ${command0} is not installed (not found${
             command0.includes("/") ? "" : " on PATH"
-          }, or not executable): install it, or change ${key} in ${paths.configFile} (an empty list turns that part off)`,
+          }, or not executable): install it, or change ${key} in ${paths.configFile}`,
         );
       }
       return found;
     },
   );
-  return [...voiceFlags(input), MAIN_MODULE, "voice"];
+  return { paths, flags: voiceFlags(input) };
 }
 
 /** `main.ts voice-flags [--task]`: the voice client's flags, or with `--task` its whole command; resolves to the exit code. */
@@ -63,18 +66,18 @@ export async function printVoiceFlags(args: string[]): Promise<number> {
     return await printTaskCommand({
       task: "voice",
       instead: "run main.ts voice with the flags main.ts voice-flags prints",
-      words: async () =>
-        taskCommand(
-          ["run", "--quiet", "--no-prompt", ...await voiceCommandWords()],
-          resolvePaths().runtimeDir,
-        ),
+      words: async () => {
+        const { paths, flags } = await voiceGrants();
+        return taskCommand(
+          ["run", "--quiet", "--no-prompt", ...flags, ...CLIENT_WORDS],
+          paths.runtimeDir,
+        );
+      },
     });
   }
+  let flags: string[];
   try {
-    const words = await voiceCommandWords();
-    const flags = words.slice(0, -2);
-    await writeAll(Deno.stdout, flags.map((word) => word + "\n").join(""));
-    return 0;
+    ({ flags } = await voiceGrants());
   } catch (error) {
     const known = error instanceof AssistantError ||
       error instanceof SyntaxError || error instanceof TypeError;
@@ -82,4 +85,6 @@ export async function printVoiceFlags(args: string[]): Promise<number> {
     await writeAll(Deno.stderr, `${error.message}\n`);
     return 1;
   }
+  await writeAll(Deno.stdout, flags.map((flag) => `${flag}\n`).join(""));
+  return 0;
 }

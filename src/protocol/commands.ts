@@ -37,6 +37,7 @@ export type Command =
     | { type: "export"; id: number; format: ExportFormat }
     | { type: "ping" }
     | { type: "approve"; call: string; allow: boolean }
+    | { type: "listen"; on: boolean }
   )
   & { ref?: Ref };
 
@@ -153,6 +154,10 @@ const SHAPES: Record<string, (value: Fields) => Body> = {
     if (typeof value.allow !== "boolean") return fail("bad_allow");
     return run({ type: "approve", call: value.call, allow: value.allow });
   },
+  listen: (value) =>
+    typeof value.on === "boolean"
+      ? run({ type: "listen", on: value.on })
+      : fail("bad_on"),
   retry: () => run({ type: "retry" }),
   stop: () => run({ type: "stop" }),
   ping: () => run({ type: "ping" }),

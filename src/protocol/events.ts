@@ -133,7 +133,7 @@ export type Event =
     /** The tool call waiting for approval, whichever conversation its reply belongs to. */
     confirm?: ConfirmView;
     private?: true;
-    /** Whether the voice client records now. */
+    /** Whether listening is on (the voice client records meanwhile); false at start. Absent from a daemon that has no `listen`. */
     listening?: boolean;
     /** The current conversation's running summary, when it has one. */
     summary?: SummaryView;
@@ -194,6 +194,7 @@ export type Event =
   | ({ type: "backend" } & BackendView)
   /** The summary changed: `id` null for a private conversation. */
   | ({ type: "summary"; id: number | null } & SummaryView)
+  /** Listening was switched by a `listen` (its `ref`), to every client, also when it stayed as it was. */
   | { type: "listening"; on: boolean; ref?: Ref };
 
 /** `{ref}` when there is one, else nothing: spread into an event, never `ref: undefined`. */

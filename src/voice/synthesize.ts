@@ -86,10 +86,9 @@ export function synthesizer(
   }
 }
 
-/** The settings' player, or null when `play_command` is empty. */
-export function player(settings: VoiceSettings): Player | null {
+/** The settings' player: `play_command`. */
+export function player(settings: VoiceSettings): Player {
   const argv = settings.play_command;
-  if (argv.length === 0) return null;
   return async (wav, signal) => {
     await runCommand("play_command", argv, wav, { signal, output: false });
   };

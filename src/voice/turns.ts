@@ -8,16 +8,6 @@
 import type { Event, Ref } from "../protocol/protocol.ts";
 import type { SpeakMode } from "./settings.ts";
 
-/** `listening {on, ref?}`: the daemon's listening state changed (any client may change it). */
-export interface ListeningEvent {
-  type: "listening";
-  on: boolean;
-  ref?: Ref;
-}
-
-/** Every event the voice client reads. */
-export type VoiceEvent = Event | ListeningEvent;
-
 /** What {@link TurnFollower} drives: the speaker's four moves. */
 export interface SpeechControl {
   begin(): void;
@@ -53,7 +43,7 @@ export class TurnFollower {
   }
 
   /** Acts on one event. */
-  follow(event: VoiceEvent): void {
+  follow(event: Event): void {
     switch (event.type) {
       case "user":
         // A newer question ends whatever was said before it.

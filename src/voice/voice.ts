@@ -19,11 +19,7 @@ import {
   VOICE_ENV_VARS,
   voiceGrantInput,
 } from "./grants.ts";
-import {
-  loadVoiceSettings,
-  transcriptionInUse,
-  type VoiceSettings,
-} from "./settings.ts";
+import { loadVoiceSettings, type VoiceSettings } from "./settings.ts";
 import { Speaker } from "./speaker.ts";
 import { player, synthesizer } from "./synthesize.ts";
 import { transcriber } from "./transcribe.ts";
@@ -165,15 +161,14 @@ export async function runVoice(
   }
   const services = options.fetch ? { fetch: options.fetch } : {};
   const synthesize = synthesizer(settings, services);
-  const play = player(settings);
-  const speaker = synthesize && play
-    ? new Speaker({ synthesize, play, report: warn })
+  const speaker = synthesize
+    ? new Speaker({ synthesize, play: player(settings), report: warn })
     : null;
   const transcribe = transcriber(settings, services);
-  const listens = transcribe !== null && settings.record_command.length > 0;
+  const listens = transcribe !== null;
   if (speaker === null && !listens) {
     warn(
-      "Nothing to do: set tts_command or tts_url and play_command to speak, stt_url or stt_command and record_command to listen (config.toml)",
+      "Nothing to do: set tts_command or tts_url to speak, stt_url or stt_command to listen (config.toml)",
     );
     return EXIT.failed;
   }
@@ -203,7 +198,7 @@ export async function runVoice(
     say(
       `Voice client on ${socketPath}: ${
         speaker === null
-          ? "not speaking (no tts_command/tts_url or play_command)"
+          ? "not speaking (tts_command is [] and tts_url unset)"
           : settings.speak === "all"
           ? "speaking every reply"
           : "speaking the replies to its own questions"
@@ -212,9 +207,7 @@ export async function runVoice(
           ? `listening while listening is on${
             keys ? " (Enter here toggles it)" : ""
           }`
-          : transcriptionInUse(settings) === null
-          ? "not listening (set stt_url or stt_command)"
-          : "not listening (record_command is empty)"
+          : "not listening (set stt_url or stt_command)"
       }. Ctrl-C ends it.`,
     );
     if (keys) toggles(input, voice, stop.signal);

@@ -7,12 +7,12 @@
  */
 import type { DaemonClient } from "../clients/client.ts";
 import { AssistantError } from "../base/errors.ts";
-import type { Command, Ref } from "../protocol/protocol.ts";
+import type { Command, Event, Ref } from "../protocol/protocol.ts";
 import { Recording } from "./recorder.ts";
 import type { VoiceSettings } from "./settings.ts";
 import type { Speaker } from "./speaker.ts";
 import type { Transcriber } from "./transcribe.ts";
-import { type SpeechControl, TurnFollower, type VoiceEvent } from "./turns.ts";
+import { type SpeechControl, TurnFollower } from "./turns.ts";
 
 /** Options of {@link VoiceClient}. */
 export interface VoiceClientOptions {
@@ -69,13 +69,12 @@ export class VoiceClient implements AsyncDisposable {
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const text of waiting) await this.#ask(text);
-    const hello = client.hello as typeof client.hello & { listening?: unknown };
-    this.#handle(hello);
-    this.#setListening(hello.listening === true);
+    this.#handle(client.hello);
+    this.#setListening(client.hello.listening === true);
     for (;;) {
-      let event: VoiceEvent | null;
+      let event: Event | null;
       try {
-        event = await client.next() as VoiceEvent | null;
+        event = await client.next();
       } catch (error) {
         this.#options.warn(
           `The daemon sent something unreadable: ${message(error)}`,
@@ -96,7 +95,7 @@ export class VoiceClient implements AsyncDisposable {
     this.#send({ type: "listen", on: !this.#listening });
   }
 
-  #handle(event: VoiceEvent): void {
+  #handle(event: Event): void {
     this.#turns.follow(event);
     switch (event.type) {
       case "listening":
@@ -122,11 +121,9 @@ export class VoiceClient implements AsyncDisposable {
 
   #startRecording(): void {
     const { settings, transcribe, say, warn } = this.#options;
-    if (settings.record_command.length === 0 || transcribe === null) {
+    if (transcribe === null) {
       warn(
-        settings.record_command.length === 0
-          ? "Listening is off here: record_command is empty in config.toml"
-          : "Listening needs a transcription: set stt_url or stt_command in config.toml",
+        "Listening needs a transcription: set stt_url or stt_command in config.toml",
       );
       this.#send({ type: "listen", on: false });
       return;
@@ -203,13 +200,13 @@ export class VoiceClient implements AsyncDisposable {
     }
   }
 
-  /** Sends a command the protocol module does not declare yet (`listen`). */
-  #send(command: { type: "listen"; on: boolean }): void {
+  /** Sends a command with a ref of its own; a daemon that has gone takes nothing. */
+  #send(command: Command): void {
     const client = this.#client;
     if (client === null) return;
     const ref = client.nextRef();
     this.#own.add(ref);
-    client.send({ ...command, ref } as unknown as Command).catch(() => {});
+    client.send({ ...command, ref }).catch(() => {});
   }
 
   /** Ends recording, transcription and speech, and waits for their processes. */

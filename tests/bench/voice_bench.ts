@@ -9,8 +9,9 @@
  * is a real process.
  */
 import { DaemonClient } from "../../src/clients/client.ts";
+import { resolvePaths } from "../../src/base/paths.ts";
 import {
-  DEFAULT_VOICE_SETTINGS,
+  defaultVoiceSettings,
   type VoiceSettings,
 } from "../../src/voice/settings.ts";
 import { Speaker } from "../../src/voice/speaker.ts";
@@ -109,7 +110,7 @@ export async function voiceBenchmarks(
   await using home = await VoiceHome.create();
   const espeak = espeakMissing() === null;
   const base: VoiceSettings = {
-    ...structuredClone(DEFAULT_VOICE_SETTINGS),
+    ...defaultVoiceSettings(resolvePaths(home.env)),
     speak: "all",
     ...(espeak ? {} : { tts_command: [TTS_SH, home.ttsLog] }),
   };
@@ -129,11 +130,11 @@ export async function voiceBenchmarks(
   const quick = player({
     ...base,
     play_command: ["sh", "-c", "cat >/dev/null"],
-  })!;
+  });
   const holding = player({
     ...base,
     play_command: ["sh", "-c", "cat >/dev/null; exec sleep 30"],
-  })!;
+  });
   // The first chunk's own synthesis, timed inside the pipeline, so the
   // overhead left is the client's: parsing, Markdown, chunking, handing over.
   const calls: { start: number; end: number }[] = [];

@@ -305,6 +305,24 @@ Deno.test("approve needs a string call and a boolean allow", () => {
   }
 });
 
+Deno.test("listen needs a boolean on; its ref is kept", () => {
+  assert.deepEqual(parseLine('{"type":"listen","on":true,"ref":"talk-1"}'), {
+    ok: true,
+    command: { type: "listen", on: true, ref: "talk-1" },
+  });
+  assert.deepEqual(parseCommand({ type: "listen", on: false }), {
+    ok: true,
+    command: { type: "listen", on: false },
+  });
+  for (const on of ["true", 1, 0, null, undefined, [true]]) {
+    assert.deepEqual(
+      parseCommand({ type: "listen", on, ref: 3 }),
+      { ok: false, code: "bad_on", message: "bad on", ref: 3 },
+      JSON.stringify(on),
+    );
+  }
+});
+
 Deno.test("every refusal carries a command error code from the protocol's list", () => {
   const values: unknown[] = [
     null,
@@ -319,6 +337,7 @@ Deno.test("every refusal carries a command error code from the protocol's list",
     { type: "new", private: "yes" },
     { type: "approve" },
     { type: "approve", call: "c" },
+    { type: "listen" },
   ];
   const codes = new Set<string>();
   for (const value of values) {

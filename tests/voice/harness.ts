@@ -5,7 +5,14 @@
  */
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { resolvePaths } from "../../src/base/paths.ts";
+import {
+  defaultVoiceSettings,
+  type VoiceSettings,
+} from "../../src/voice/settings.ts";
 import { runVoice, type RunVoiceOptions } from "../../src/voice/voice.ts";
+import { envOf } from "../support/env_fixture.ts";
+import type { ScriptedDaemon } from "./scripted_daemon.ts";
 import { Lines, within } from "./wait.ts";
 
 export { Lines, waitForFile, within } from "./wait.ts";
@@ -26,6 +33,13 @@ export const NO_MICROPHONE_SH = join(FIXTURES, "no_microphone.sh");
 export const TTS_SH = join(FIXTURES, "tts.sh");
 /** Saves what it is given and notes when; `play.sh LOG HOLD`. */
 export const PLAY_SH = join(FIXTURES, "play.sh");
+
+/** The voice keys' defaults as the config schema declares them. */
+export function defaultSettings(): VoiceSettings {
+  return defaultVoiceSettings(
+    resolvePaths(envOf({ HOME: "/home/u", XDG_RUNTIME_DIR: "/run/user/1000" })),
+  );
+}
 
 /** Why tests that synthesise for real cannot run here, or null. */
 export function espeakMissing(): string | null {
@@ -171,6 +185,18 @@ export class VoiceRun implements AsyncDisposable {
       retryMs: 20,
       ...options,
     });
+  }
+
+  /** Resolves once it is connected to `daemon`; fails at once, with what it printed, when it ends first. */
+  async connected(daemon: ScriptedDaemon): Promise<void> {
+    const ended = this.exit.then((code) => {
+      throw new Error(
+        `The voice client ended with ${code} before connecting:\n${
+          this.warned.all.join("\n")
+        }`,
+      );
+    });
+    await Promise.race([daemon.connected(), ended]);
   }
 
   /** Ends it as SIGINT would; resolves to its exit code. */

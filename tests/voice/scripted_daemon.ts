@@ -3,6 +3,7 @@
  * speaking the protocol's JSON lines, and an OpenAI-compatible
  * transcription server: the voice client's two peers in its tests.
  */
+import type { HelloEvent } from "../../src/clients/client.ts";
 import { LineStream } from "../../src/streams/line_stream.ts";
 import { writeAll } from "../../src/streams/write_all.ts";
 import { within } from "./wait.ts";
@@ -10,7 +11,7 @@ import { within } from "./wait.ts";
 type Json = Record<string, unknown>;
 
 /** The greeting a daemon sends, with `listening`. */
-export function hello(listening = false): Json {
+export function hello(listening = false): HelloEvent {
   return {
     type: "hello",
     state: "idle",

@@ -1,8 +1,5 @@
 import assert from "node:assert/strict";
-import {
-  DEFAULT_VOICE_SETTINGS,
-  type VoiceSettings,
-} from "../../src/voice/settings.ts";
+import type { VoiceSettings } from "../../src/voice/settings.ts";
 import { Speaker } from "../../src/voice/speaker.ts";
 import {
   type Player,
@@ -10,6 +7,7 @@ import {
   synthesizer,
 } from "../../src/voice/synthesize.ts";
 import {
+  defaultSettings,
   PLAY_SH,
   playedTexts,
   playLog,
@@ -22,7 +20,7 @@ import {
 
 function settings(home: VoiceHome, hold = 0): VoiceSettings {
   return {
-    ...structuredClone(DEFAULT_VOICE_SETTINGS),
+    ...defaultSettings(),
     tts_command: [TTS_SH, home.ttsLog],
     play_command: [PLAY_SH, home.playLog, String(hold)],
   };
@@ -34,7 +32,7 @@ function speaker(home: VoiceHome, hold = 0, play?: Player) {
   const s = settings(home, hold);
   const speaker = new Speaker({
     synthesize: synthesizer(s)!,
-    play: play ?? player(s)!,
+    play: play ?? player(s),
     report: (message) => reports.push(message),
   });
   return { speaker, reports };
@@ -221,7 +219,7 @@ Deno.test("a player that cannot run is told once for the reply", async () => {
   const reports: string[] = [];
   await using s = new Speaker({
     synthesize: synthesizer(settings(home))!,
-    play: player({ ...settings(home), play_command: ["no-such-player-da"] })!,
+    play: player({ ...settings(home), play_command: ["no-such-player-da"] }),
     report: (message) => reports.push(message),
   });
   s.begin();

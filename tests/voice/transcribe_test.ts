@@ -1,14 +1,11 @@
 import assert from "node:assert/strict";
 import { AssistantError } from "../../src/base/errors.ts";
-import {
-  DEFAULT_VOICE_SETTINGS,
-  type VoiceSettings,
-} from "../../src/voice/settings.ts";
+import type { VoiceSettings } from "../../src/voice/settings.ts";
 import { transcriber } from "../../src/voice/transcribe.ts";
-import { FakeTranscriber } from "./harness.ts";
+import { defaultSettings, FakeTranscriber } from "./harness.ts";
 
 function settings(change: Partial<VoiceSettings>): VoiceSettings {
-  return { ...structuredClone(DEFAULT_VOICE_SETTINGS), ...change };
+  return { ...defaultSettings(), ...change };
 }
 
 const WAV = new Uint8Array([..."RIFF0000WAVE"].map((c) => c.charCodeAt(0)));

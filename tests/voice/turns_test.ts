@@ -1,10 +1,7 @@
 import assert from "node:assert/strict";
 import type { SpeakMode } from "../../src/voice/settings.ts";
-import {
-  type SpeechControl,
-  TurnFollower,
-  type VoiceEvent,
-} from "../../src/voice/turns.ts";
+import type { Event } from "../../src/protocol/events.ts";
+import { type SpeechControl, TurnFollower } from "../../src/voice/turns.ts";
 import { hello } from "./harness.ts";
 
 /** A follower whose speaker notes each move. */
@@ -20,19 +17,19 @@ function follower(speak: SpeakMode, own: string[] = ["mine-1"]) {
     speak,
     own: (ref) => own.includes(String(ref)),
   });
-  const feed = (...events: Record<string, unknown>[]) => {
-    for (const event of events) turns.follow(event as unknown as VoiceEvent);
+  const feed = (...events: Event[]) => {
+    for (const event of events) turns.follow(event);
   };
   return { moves, feed };
 }
 
-const user = (ref?: string) => ({
+const user = (ref?: string): Event => ({
   type: "user",
   text: "q",
   ...(ref ? { ref } : {}),
 });
-const token = (delta: string) => ({ type: "token", delta });
-const done = (stopped = false) => ({ type: "done", id: 1, stopped });
+const token = (delta: string): Event => ({ type: "token", delta });
+const done = (stopped = false): Event => ({ type: "done", id: 1, stopped });
 
 Deno.test("speak = own: only a turn with one of the client's refs is spoken", () => {
   const { moves, feed } = follower("own");
@@ -77,7 +74,7 @@ Deno.test("a stop, a newer question, listening on or a new connection silences a
       user("chat-2"),
       { type: "listening", on: true },
       hello(),
-    ]
+    ] satisfies Event[]
   ) {
     const { moves, feed } = follower("own");
     feed(user("mine-1"), token("a"), interrupt, token("after"));
@@ -93,11 +90,20 @@ Deno.test("a stop, a newer question, listening on or a new connection silences a
 Deno.test("listening off leaves a reply alone; a turn error ends it with what arrived", () => {
   const { moves, feed } = follower("all");
   feed(user(), token("a"), { type: "listening", on: false }, token("b"));
-  feed({ type: "error", message: "llama-server stalled", turn: true });
+  feed({
+    type: "error",
+    code: "llama_stalled",
+    message: "llama-server stalled",
+    turn: true,
+  });
   feed(token("late"));
   assert.deepEqual(moves, ["begin", "text a", "text b", "end"]);
   const other = follower("all");
-  other.feed(user(), token("a"), { type: "error", message: "bad id" });
+  other.feed(user(), token("a"), {
+    type: "error",
+    code: "bad_id",
+    message: "bad id",
+  });
   other.feed(token("b"));
   assert.deepEqual(other.moves, ["begin", "text a", "text b"]);
 });

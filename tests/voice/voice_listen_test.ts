@@ -18,7 +18,7 @@ function listenLines(stt: string): string[] {
   return [
     `stt_url = "${stt}"`,
     `record_command = ${JSON.stringify([RECORD_SH])}`,
-    "play_command = []",
+    "tts_command = []",
   ];
 }
 
@@ -38,7 +38,7 @@ Deno.test("what was said while listening is transcribed and asked, with a ref", 
   await home.config('stt_model = "base.en"', ...listenLines(stt.url));
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await speakInto(daemon, voice);
   const ask = await daemon.command("ask");
   assert.equal(ask.text, "Turn on the lights.");
@@ -62,7 +62,7 @@ Deno.test("an empty transcript asks nothing; a server error is printed and asks 
   await home.config(...listenLines(stt.url));
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await speakInto(daemon, voice, 1);
   await voice.said.has("Heard nothing");
   await speakInto(daemon, voice, 2);
@@ -83,7 +83,7 @@ Deno.test("a transcription server that is down is printed and nothing is asked",
   await home.config(...listenLines(`http://127.0.0.1:${port}`));
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await speakInto(daemon, voice, 1);
   const warning = await voice.warned.has("Nothing was asked");
   assert.match(
@@ -102,11 +102,11 @@ Deno.test("no microphone: the failure names record_command and listening is turn
   await home.config(
     `stt_url = "${stt.url}"`,
     `record_command = ${JSON.stringify([NO_MICROPHONE_SH])}`,
-    "play_command = []",
+    "tts_command = []",
   );
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await daemon.listen(true);
   const warning = await voice.warned.has("record_command");
   assert.match(warning, /audio open error: No such file or directory/);
@@ -121,7 +121,7 @@ Deno.test("listening with nothing to transcribe says which keys to set and turns
   await home.config(`record_command = ${JSON.stringify([RECORD_SH])}`);
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await daemon.listen(true);
   await voice.warned.has("set stt_url or stt_command");
   const listen = await daemon.command("listen");
@@ -155,7 +155,7 @@ Deno.test("the daemon going away: the client waits, and a question heard meanwhi
   await home.config(...listenLines(stt.url));
   const first = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await first.connected();
+  await voice.connected(first);
   await first.listen(true);
   await voice.said.has("Recording");
   await first.close();

@@ -43,7 +43,7 @@ Deno.test("a long reply's first chunk plays before its done", async () => {
   await home.config('speak = "all"', ...home.speechLines());
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await daemon.send(
     turn("Tell me a story", "other-1"),
     { type: "think", delta: "Reasoning that is never spoken. " },
@@ -73,7 +73,7 @@ Deno.test("speak = own: the reply to the client's own question, found by its ref
   );
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await daemon.listen(true);
   await voice.said.has("Recording");
   await daemon.listen(false);
@@ -93,8 +93,8 @@ Deno.test("speak = all: every reply in the conversation is spoken", async () => 
   await using home = await VoiceHome.create();
   await home.config('speak = "all"', ...home.speechLines());
   await using daemon = ScriptedDaemon.start(home.socket);
-  await using _voice = new VoiceRun(home);
-  await daemon.connected();
+  await using voice = new VoiceRun(home);
+  await voice.connected(daemon);
   await daemon.send(
     turn("Typed in chat", "chat-1"),
     token("For everyone."),
@@ -108,8 +108,8 @@ Deno.test("a stop from any client silences playback: the player is ended, nothin
   await using home = await VoiceHome.create();
   await home.config('speak = "all"', ...home.speechLines(30));
   await using daemon = ScriptedDaemon.start(home.socket);
-  await using _voice = new VoiceRun(home);
-  await daemon.connected();
+  await using voice = new VoiceRun(home);
+  await voice.connected(daemon);
   await daemon.send(
     turn("Go on"),
     token("The first sentence."),
@@ -133,8 +133,8 @@ Deno.test("a newer question silences the reply being spoken", async () => {
   await using home = await VoiceHome.create();
   await home.config('speak = "all"', ...home.speechLines(30));
   await using daemon = ScriptedDaemon.start(home.socket);
-  await using _voice = new VoiceRun(home);
-  await daemon.connected();
+  await using voice = new VoiceRun(home);
+  await voice.connected(daemon);
   await daemon.send(turn("First"), token("Old answer. More old."));
   const old = await logged(home, "start");
   await daemon.send(turn("Second"), token("New answer. "));
@@ -156,7 +156,7 @@ Deno.test("listening turned on silences the reply being spoken", async () => {
   );
   await using daemon = ScriptedDaemon.start(home.socket);
   await using voice = new VoiceRun(home);
-  await daemon.connected();
+  await voice.connected(daemon);
   await daemon.send(turn("Talk"), token("Something long. And more."));
   const playing = await logged(home, "start");
   await daemon.listen(true);
@@ -174,8 +174,8 @@ Deno.test({
       `play_command = ${JSON.stringify([PLAY_SH, home.playLog, "0"])}`,
     );
     await using daemon = ScriptedDaemon.start(home.socket);
-    await using _voice = new VoiceRun(home);
-    await daemon.connected();
+    await using voice = new VoiceRun(home);
+    await voice.connected(daemon);
     await daemon.send(turn("Hi"), token("Hello from **espeak**."), done());
     const played = await logged(home, "start");
     const wav = await Deno.readFile(played.file!);
