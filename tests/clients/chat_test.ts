@@ -14,6 +14,8 @@ import {
   startDaemon,
   stripAnsi,
   tempHome,
+  TIMINGS_LINE,
+  untimed,
   within,
 } from "../support/client_harness.ts";
 import { Daemon } from "../support/daemon_harness.ts";
@@ -56,7 +58,12 @@ Deno.test("piped chat: a question streams its answer, /search and /open show res
   );
   assert.equal(result.stderr, "");
   assert.equal(result.code, 0);
-  const dates = result.stdout.replace(/\d{4}-\d\d-\d\d \d\d:\d\d/g, "<date>");
+  // A dim line of timings after each of the two replies.
+  assert.equal(result.stdout.match(TIMINGS_LINE)?.length, 2);
+  const dates = untimed(result.stdout).replace(
+    /\d{4}-\d\d-\d\d \d\d:\d\d/g,
+    "<date>",
+  );
   assert.equal(
     dates,
     [
@@ -101,8 +108,8 @@ Deno.test("piped chat --no-think shows no reasoning", async () => {
     "Think quietly\n",
   );
   assert.equal(result.code, 0);
-  assert.doesNotMatch(result.stdout, /hidden musing|thinking/);
-  assert.match(result.stdout, /> Think quietly\nShown\.\n/);
+  assert.doesNotMatch(untimed(result.stdout), /hidden musing|thinking/);
+  assert.match(untimed(result.stdout), /> Think quietly\nShown\.\n/);
 });
 
 Deno.test({
@@ -199,7 +206,7 @@ Deno.test("tool use shows as a status line between the question and the answer",
   );
   assert.equal(result.code, 0);
   assert.match(
-    result.stdout,
+    untimed(result.stdout),
     /\n> What day is it\?\n\[tool\] date … done\nIt is today\.\n\n$/,
   );
 });
@@ -221,7 +228,7 @@ Deno.test("SIGINT during a piped chat's reply sends stop; the chat carries on", 
   await chat.endInput();
   assert.equal(await chat.exit(), 0);
   assert.match(
-    chat.stdout,
+    untimed(chat.stdout),
     /> Go on\nPartial\n\[stopped\]\n\n> Another\nNext\.\n/,
   );
 });
@@ -246,7 +253,7 @@ Deno.test("a chat started mid-reply shows the partial reply, then the rest", asy
     await chat.endInput();
     assert.equal(await chat.exit(), 0);
     assert.equal(
-      chat.stdout,
+      untimed(chat.stdout),
       "desktop-assistant · backend up · tiny · /help for commands\n" +
         "> Split answer?\nfirst half, second half\n\n",
     );
@@ -271,7 +278,7 @@ Deno.test("a chat shows another client's question and answer as they happen", as
   await chat.endInput();
   assert.equal(await chat.exit(), 0);
   assert.match(
-    chat.stdout,
+    untimed(chat.stdout),
     /\n> Asked in another terminal\nFrom elsewhere\.\n\n$/,
   );
 });
@@ -293,7 +300,7 @@ Deno.test("chat's header says llama-server is down, and a line says when it is b
   await chat.endInput();
   assert.equal(await chat.exit(), 0);
   assert.equal(
-    chat.stdout,
+    untimed(chat.stdout),
     `desktop-assistant · backend down: no connection to ${llm.url} (connection refused) · /help for commands\n` +
       "backend up · tiny\n",
   );
@@ -464,7 +471,7 @@ Deno.test("piped chat: /retry, /edit, /rename, /export and /private", async () =
   );
   assert.equal(result.stderr, "");
   assert.equal(result.code, 0);
-  const shown = result.stdout.replace(
+  const shown = untimed(result.stdout).replace(
     /\d{4}-\d\d-\d\d \d\d:\d\d( UTC[+-]\d\d:\d\d)?/g,
     "<date>",
   );
@@ -545,7 +552,7 @@ Deno.test("piped chat: /export to a file without a write grant says how to get o
   );
   assert.equal(result.code, 0);
   assert.match(
-    result.stdout,
+    untimed(result.stdout),
     /error: chat may not write .*out\.md: start it with --export-dir DIR/,
   );
   assert.equal(await Deno.stat(target).then(() => true, () => false), false);
@@ -578,7 +585,7 @@ Deno.test({
     at = await chat.waitFor("Four.", at);
     assert.equal(lastQuestion(llm, 1), "What is one plus three?");
     assert.match(
-      stripAnsi(chat.stdout),
+      untimed(stripAnsi(chat.stdout)),
       /What is one plus three\? \(replaces the last turn\)/,
     );
     at = await chat.waitFor(/> \r/, at);
@@ -609,13 +616,13 @@ Deno.test("piped chat asks before a call that needs approval; y runs it, the end
     "/help\nWeather in Paris?\ny\nWeather in Oslo?\n",
   );
   assert.equal(result.code, 0, result.stderr);
-  assert.match(result.stdout, /run TOOL \{args\}\? \[y\/N\]/);
+  assert.match(untimed(result.stdout), /run TOOL \{args\}\? \[y\/N\]/);
   assert.match(
-    result.stdout,
+    untimed(result.stdout),
     /> Weather in Paris\?\nrun weather \{"place": "Paris"\}\? \[y\/N\] allowed\n\[tool\] weather … done\nSunny\.\n/,
   );
   assert.match(
-    result.stdout,
+    untimed(result.stdout),
     /> Weather in Oslo\?\nrun weather \{"place": "Oslo"\}\? \[y\/N\] declined\nNot looked up\.\n/,
   );
   assert.deepEqual(await runs(tools.dir), ["Paris"]);

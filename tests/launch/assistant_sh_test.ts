@@ -4,6 +4,7 @@
  * and install (tools copied without overwriting, a unit that really runs).
  */
 import assert from "node:assert/strict";
+import { withoutTimings } from "../support/socket_client.ts";
 import { join } from "node:path";
 import {
   Daemon,
@@ -101,7 +102,11 @@ Deno.test("assistant.sh start, status, a refused second start, stop, then status
     llm.enqueue(reply({ content: ["Fine, ", "thanks."] }));
     await client.send({ type: "ask", text: "How are you?" });
     const events = await client.until((e) => e.type === "done");
-    assert.deepEqual(events.at(-1), { type: "done", id: 1, stopped: false });
+    assert.deepEqual(withoutTimings(events.at(-1)!), {
+      type: "done",
+      id: 1,
+      stopped: false,
+    });
   }
 
   const up = await sh(home.env, "status");

@@ -5,6 +5,7 @@
  * config is broken.
  */
 import assert from "node:assert/strict";
+import { withoutTimings } from "../support/socket_client.ts";
 import { basename, join } from "node:path";
 import {
   compiledFlags,
@@ -295,7 +296,11 @@ Deno.test("deno task start runs the daemon with exactly the derived flags and no
       { type: "tool", name: "echo_args", done: true },
     ],
   );
-  assert.deepEqual(events.at(-1), { type: "done", id: 1, stopped: false });
+  assert.deepEqual(withoutTimings(events.at(-1)!), {
+    type: "done",
+    id: 1,
+    stopped: false,
+  });
   const second = llm.chats[1]?.body as { messages: { content: string }[] };
   assert.match(second.messages.at(-1)!.content, /^argc=5\n\[hi there\]/);
 
@@ -496,7 +501,11 @@ Deno.test("a tool file added after the flags were derived is left out, naming --
   );
   await client.send({ type: "ask", text: "Use both tools" });
   const events = await client.until((e) => e.type === "done");
-  assert.deepEqual(events.at(-1), { type: "done", id: 1, stopped: false });
+  assert.deepEqual(withoutTimings(events.at(-1)!), {
+    type: "done",
+    id: 1,
+    stopped: false,
+  });
   const body = llm.chats[1]?.body as { messages: { content: string }[] };
   const results = body.messages.slice(-2).map((m) => m.content);
   assert.match(results[0]!, /^argc=5\n\[ok\]/);

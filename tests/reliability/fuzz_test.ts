@@ -760,6 +760,7 @@ function check(
             id: null,
             turns: [],
             ...(want.private ? { private: true } : {}),
+            summary: null,
             ...ref,
           }
           : { ...opened, ...ref },

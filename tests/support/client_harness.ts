@@ -251,3 +251,12 @@ function shellQuote(arg: string): string {
     ? arg
     : `'${arg.replaceAll("'", `'\\''`)}'`;
 }
+
+/** A reply's timings line as chat prints it (tokens/s, prompt tokens read and reused), dimmed or not. */
+export const TIMINGS_LINE =
+  /^(?:\x1b\[[0-9;]*m)*[\d,]+ tokens\/s · prompt [\d,]+ read, [\d,]+ reused(?:\x1b\[[0-9;]*m)*\r?\n/gm;
+
+/** What chat printed, without its timings lines: for tests that read the rest exactly. */
+export function untimed(text: string): string {
+  return text.replace(TIMINGS_LINE, "");
+}
