@@ -13,25 +13,20 @@ import { SUMMARY_INTRO, withSummary } from "./prompt.ts";
 /** Roughly how many words a token limit leaves room for. */
 const WORDS_PER_TOKEN = 0.6;
 
-/** The instruction that ends a summary request. */
+/**
+ * The instruction that ends a summary request. Short: the server reads it
+ * anew for every summary.
+ */
 export function summaryInstruction(
   kept: number,
   folding: boolean,
   maxTokens: number,
 ): string {
-  const later = kept === 1 ? "the last exchange" : `the last ${kept} exchanges`;
+  const later = kept === 1 ? "its last exchange" : `its last ${kept} exchanges`;
   const words = Math.max(20, Math.floor(maxTokens * WORDS_PER_TOKEN));
-  return [
-    `Write an updated summary of this conversation up to, but not including, ${later}${
-      folding ? ", folding in the summary the conversation began with" : ""
-    }.`,
-    `${later[0]!.toUpperCase()}${later.slice(1)} stay in view: leave ${
-      kept === 1 ? "it" : "them"
-    } out.`,
-    "Keep what a later answer may need: facts and figures, names, decisions and preferences, what tools found, and questions still open.",
-    `Write it in the language of the conversation, as plain sentences or short bullet points, in at most ${words} words.`,
-    "Answer with the summary only.",
-  ].join(" ");
+  return `Summarise this conversation up to, but not including, ${later}${
+    folding ? ", with the summary it began with" : ""
+  }: the facts, names, numbers, decisions and open questions a later answer may need, in its language, in at most ${words} words. Reply with the summary only.`;
 }
 
 /**

@@ -34,7 +34,7 @@ const INTRO = "Summary of the earlier conversation:";
 /** Whether a chat request asks for the summary. */
 function isSummaryRequest(body: unknown): boolean {
   const last = (body as Body).messages.at(-1)?.content ?? "";
-  return last.startsWith("Write an updated summary");
+  return last.startsWith("Summarise this conversation up to");
 }
 
 /**
@@ -115,7 +115,7 @@ Deno.test("when the window moves, one side request that begins as the turn's own
   });
   assert.match(
     summaryBody.messages.at(-1)!.content!,
-    /up to, but not including, the last 2 exchanges/,
+    /up to, but not including, its last 2 exchanges/,
   );
   assert.equal(summaryBody.chat_template_kwargs?.enable_thinking, false);
   assert.equal(summaryBody.max_tokens, 60);

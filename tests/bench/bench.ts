@@ -33,6 +33,7 @@ import {
 import { STREAM_SIZES, streamBenchmarks } from "./stream_bench.ts";
 import { WEB_SIZES, webBenchmarks } from "./web_bench.ts";
 import { VOICE_SIZES, voiceBenchmarks } from "./voice_bench.ts";
+import { PROMPT_SIZES, promptBenchmarks } from "./prompt_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -46,6 +47,7 @@ export const GROUPS = [
   "chat",
   "web",
   "context",
+  "prompt",
   "voice",
 ] as const;
 
@@ -202,6 +204,8 @@ export async function runBench(
         return await webBenchmarks(WEB_SIZES[mode], options.smoke);
       case "context":
         return await contextBenchmarks(CONTEXT_SIZES[mode], options.smoke);
+      case "prompt":
+        return await promptBenchmarks(PROMPT_SIZES[mode], options.smoke);
       case "voice":
         return await voiceBenchmarks(VOICE_SIZES[mode], options.smoke);
     }
