@@ -13,6 +13,7 @@ import {
   hold,
   reply,
   type Script,
+  stall,
   streamError,
 } from "../support/fake_llm.ts";
 import {
@@ -380,4 +381,23 @@ Deno.test("compact = false makes no summary request: the oldest turns just leave
   assert.equal(llm.chats.filter((c) => isSummaryRequest(c.body)).length, 0);
   const last = llm.chats.at(-1)!.body as Body;
   assert.equal(last.messages.filter((m) => m.role === "user").length, 5);
+});
+
+Deno.test("a summary request that stalls stores nothing, and the conversation goes on", async () => {
+  await using llm = await FakeLlm.start({
+    defaultScript: routed([stall(), reply({ content: ["Made next time."] })]),
+  });
+  await using daemon = await LocalDaemon.start({
+    llmUrl: llm.url,
+    config: `${CONFIG}stall_timeout = 0.3\n`,
+  });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  await converse(daemon, client, 5);
+  assert.equal(daemon.store.summary(1), null);
+  assert.match(daemon.log, /summary request failed .*llama-server stalled/);
+  // The turns go on, and the next move makes the summary.
+  await converse(daemon, client, 3, 6);
+  assert.equal(daemon.store.summary(1)?.text, "Made next time.");
+  assert.equal(client.received.filter((e) => e.type === "error").length, 0);
 });
