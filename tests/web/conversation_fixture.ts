@@ -114,7 +114,7 @@ export function liveTurn(): Record<string, unknown>[] {
         predicted_ms: 2_940.7,
       },
     },
-    { type: "ctx", used: 2_391, max: 8_192, sent: 3, total: 6, summarized: 2 },
+    { type: "ctx", used: 2_391, max: 8_192, sent: 2, total: 3, summarized: 1 },
     { type: "state", state: "idle" },
   ];
 }
