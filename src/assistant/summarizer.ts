@@ -24,6 +24,7 @@ import {
   summaryMessages,
 } from "./summary_request.ts";
 import type { TokenLedger } from "./token_ledger.ts";
+import { IdleRunner } from "./idle_runner.ts";
 import type { ModelSource } from "./turn.ts";
 import { utf8Bytes } from "./token_ledger.ts";
 
@@ -63,15 +64,15 @@ class SummaryRefused extends Error {
 /** The summary requests of the conversations whose window is about to move, one at a time. */
 export class Summarizer implements Disposable {
   readonly #o: SummarizerOptions;
-  readonly #jobs = new Map<Conversation, Job>();
-  #running: { job: Job; controller: AbortController } | null = null;
-  #finished: Promise<void> = Promise.resolve();
-  #closed = false;
-  #scheduled = false;
+  readonly #runner: IdleRunner<Conversation, Job>;
 
   /** An idle summarizer. */
   constructor(options: SummarizerOptions) {
     this.#o = options;
+    this.#runner = new IdleRunner({
+      busy: options.busy,
+      run: (_conversation, job, signal) => this.#run(job, signal),
+    });
   }
 
   /**
@@ -103,85 +104,51 @@ export class Summarizer implements Disposable {
 
   /** After a finished turn: asks for a summary when its next request's window will move past what the summary covers. */
   consider(conversation: Conversation, source: SummarySource): void {
-    if (this.#closed) return;
     const upTo = this.due(conversation, source);
     const covered = conversation.summary?.turns ?? 0;
     const failed = conversation.summaryFailedAt;
     if (upTo <= covered || (failed !== null && upTo <= failed)) return;
-    this.#jobs.set(conversation, { conversation, ...source });
-    this.resume();
+    this.#runner.request(conversation, { conversation, ...source });
   }
 
   /** A conversation deleted: no summary is made for it. */
   cancel(id: number): void {
-    for (const conversation of this.#jobs.keys()) {
-      if (conversation.id === id) this.#jobs.delete(conversation);
-    }
-    if (this.#running?.job.conversation.id === id) {
-      this.#running.controller.abort();
-    }
+    this.#runner.cancel((conversation) => conversation.id === id);
   }
 
   /** A reply starts: the request in flight gives way and is asked again later. */
   pause(): void {
-    this.#running?.controller.abort();
+    this.#runner.pause();
   }
 
-  /** Starts the next waiting request when nothing else runs (a microtask later, as titles do). */
+  /** Starts the next waiting request when nothing else runs. */
   resume(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    queueMicrotask(() => {
-      this.#scheduled = false;
-      this.#next();
-    });
+    this.#runner.resume();
   }
 
   /** Resolves once no summary request is in flight. */
-  async settled(): Promise<void> {
-    while (this.#running) await this.#finished;
+  settled(): Promise<void> {
+    return this.#runner.settled();
   }
 
   /** Aborts the request in flight and forgets the waiting ones. */
   [Symbol.dispose](): void {
-    this.#closed = true;
-    this.#jobs.clear();
-    this.#running?.controller.abort();
-  }
-
-  #next(): void {
-    if (this.#closed || this.#running || this.#o.busy()) return;
-    const job = this.#jobs.values().next().value;
-    if (!job) return;
-    const controller = new AbortController();
-    this.#running = { job, controller };
-    this.#finished = this.#run(job, controller.signal).finally(() => {
-      this.#running = null;
-      this.resume();
-    });
+    this.#runner[Symbol.dispose]();
   }
 
   async #run(job: Job, signal: AbortSignal): Promise<void> {
     const { conversation } = job;
     // A private conversation is gone once another one is current.
-    if (conversation.private && conversation !== this.#o.current()) {
-      this.#jobs.delete(conversation);
-      return;
-    }
+    if (conversation.private && conversation !== this.#o.current()) return;
     const upTo = this.due(conversation, job);
     const maxTokens = this.#o.config.summary_tokens;
     const messages = summaryMessages(conversation, upTo, maxTokens);
-    if (messages === null) {
-      this.#jobs.delete(conversation);
-      return;
-    }
+    if (messages === null) return;
     let summary: Summary;
     try {
       summary = await this.#ask(job, messages, upTo, signal);
     } catch (error) {
-      // Given way to a reply: the job waits for the next quiet moment.
-      if (signal.aborted && this.#jobs.get(conversation) === job) return;
-      this.#jobs.delete(conversation);
+      // Given way to a reply (asked again at the next pause), or cancelled.
       if (signal.aborted) return;
       conversation.summaryFailedAt = upTo;
       log.warn("summary request failed", {
@@ -198,7 +165,6 @@ export class Summarizer implements Disposable {
       return;
     }
     if (signal.aborted) return;
-    this.#jobs.delete(conversation);
     this.#keep(conversation, summary);
   }
 

@@ -11,6 +11,7 @@ import { AssistantError } from "../base/errors.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { cleanTitle, type Event } from "../protocol/protocol.ts";
+import { IdleRunner } from "./idle_runner.ts";
 import type { ModelSource } from "./turn.ts";
 
 /** Most tokens a title request may generate. */
@@ -78,71 +79,45 @@ interface Job extends TitleSource {
 /** The title requests of the conversations that await one, one at a time. */
 export class Titler implements Disposable {
   readonly #options: TitlerOptions;
-  readonly #jobs = new Map<number, Job>();
-  #running: { id: number; controller: AbortController } | null = null;
-  #finished: Promise<void> = Promise.resolve();
-  #closed = false;
-  #scheduled = false;
+  readonly #runner: IdleRunner<number, Job>;
 
   /** Creates an idle titler. */
   constructor(options: TitlerOptions) {
     this.#options = options;
+    this.#runner = new IdleRunner({
+      busy: options.busy,
+      run: (_id, job, signal) => this.#run(job, signal),
+    });
   }
 
   /** Asks for a title for conversation `id`, as soon as no reply is in flight. */
   request(id: number, source: TitleSource): void {
-    if (this.#closed) return;
-    this.#jobs.set(id, { id, ...source });
-    this.resume();
+    this.#runner.request(id, { id, ...source });
   }
 
   /** A user's rename or a delete: conversation `id` gets no title from the model. */
   cancel(id: number): void {
-    this.#jobs.delete(id);
-    if (this.#running?.id === id) this.#running.controller.abort();
+    this.#runner.cancel((key) => key === id);
   }
 
   /** A reply starts: the request in flight gives way and is tried again later. */
   pause(): void {
-    this.#running?.controller.abort();
+    this.#runner.pause();
   }
 
-  /**
-   * Starts the next waiting request when nothing else runs. Deferred to a
-   * microtask: a reply that starts right after another ended (a question
-   * that stops a reply) is in flight by then, and no request goes out.
-   */
+  /** Starts the next waiting request when nothing else runs. */
   resume(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    queueMicrotask(() => {
-      this.#scheduled = false;
-      this.#next();
-    });
-  }
-
-  #next(): void {
-    if (this.#closed || this.#running || this.#options.busy()) return;
-    const job = this.#jobs.values().next().value;
-    if (!job) return;
-    const controller = new AbortController();
-    this.#running = { id: job.id, controller };
-    this.#finished = this.#run(job, controller.signal).finally(() => {
-      this.#running = null;
-      this.resume();
-    });
+    this.#runner.resume();
   }
 
   /** Resolves once no title request is in flight. */
-  async settled(): Promise<void> {
-    while (this.#running) await this.#finished;
+  settled(): Promise<void> {
+    return this.#runner.settled();
   }
 
   /** Aborts the request in flight and forgets the waiting ones. */
   [Symbol.dispose](): void {
-    this.#closed = true;
-    this.#jobs.clear();
-    this.#running?.controller.abort();
+    this.#runner[Symbol.dispose]();
   }
 
   async #run(job: Job, signal: AbortSignal): Promise<void> {
@@ -152,7 +127,6 @@ export class Titler implements Disposable {
     } catch (error) {
       // Given way to a reply: the job waits for the next quiet moment.
       if (signal.aborted) return;
-      this.#jobs.delete(job.id);
       log.warn("title request failed", {
         conv: job.id,
         error: error instanceof AssistantError
@@ -164,7 +138,6 @@ export class Titler implements Disposable {
       return;
     }
     if (signal.aborted) return;
-    this.#jobs.delete(job.id);
     if (title === null) {
       log.info("title request gave no title", { conv: job.id });
       return;

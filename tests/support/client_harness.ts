@@ -254,6 +254,7 @@ function shellQuote(arg: string): string {
 
 /** A reply's timings line as chat prints it (tokens/s, prompt tokens read and reused), dimmed or not. */
 export const TIMINGS_LINE =
+  // deno-lint-ignore no-control-regex -- the dim style is an escape sequence
   /^(?:\x1b\[[0-9;]*m)*[\d,]+ tokens\/s · prompt [\d,]+ read, [\d,]+ reused(?:\x1b\[[0-9;]*m)*\r?\n/gm;
 
 /** What chat printed, without its timings lines: for tests that read the rest exactly. */
