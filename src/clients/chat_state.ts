@@ -23,7 +23,7 @@ export class ChatState {
   id: number | null;
   /** The current conversation lives in memory only. */
   private: boolean;
-  /** Its summary of earlier turns: null when it has none, undefined while unknown (`hello` does not say). */
+  /** Its summary of earlier turns: null when it has none, undefined while unknown (a daemon older than summaries). */
   summary: SummaryView | null | undefined;
   /** The voice client records. */
   listening: boolean;
@@ -38,8 +38,10 @@ export class ChatState {
     this.lastQuestion = hello.turns.at(-1)?.user ?? null;
     this.id = hello.id;
     this.private = hello.private === true;
-    // Only a conversation with no turn yet surely has no summary.
-    this.summary = hello.turns.length === 0 ? null : undefined;
+    // `hello` carries the summary when there is one; a daemon that knows
+    // none leaves it out, so only a conversation with no turn surely has none.
+    this.summary = hello.summary ??
+      (hello.turns.length === 0 ? null : undefined);
     this.listening = hello.listening === true;
     // A reply of another conversation is not this one's last question.
     this.#turnQuestion = hello.pending?.id === hello.id

@@ -53,3 +53,15 @@ Deno.test("the prompt's tags say private while the conversation shown is", () =>
   state.apply({ type: "conversation", id: null, turns: [], private: true });
   assert.deepEqual(state.tags(), ["private"]);
 });
+
+Deno.test("the summary comes with hello when the conversation has one, and follows summary events", () => {
+  const summary = { text: "Earlier: the user planned a trip.", turns: 3 };
+  assert.deepEqual(new ChatState({ ...HELLO, summary }).summary, summary);
+  // A hello without one, of a conversation with turns: not known yet.
+  const state = new ChatState(HELLO);
+  assert.equal(state.summary, undefined);
+  state.apply({ type: "summary", id: 2, text: "Now.", turns: 4 });
+  assert.deepEqual(state.summary, { text: "Now.", turns: 4 });
+  state.apply({ type: "summary", id: 9, text: "Elsewhere.", turns: 1 });
+  assert.deepEqual(state.summary, { text: "Now.", turns: 4 });
+});
