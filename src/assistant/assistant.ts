@@ -34,6 +34,7 @@ import {
 } from "./status.ts";
 import { TokenLedger } from "./token_ledger.ts";
 import { CacheBook } from "./cache_book.ts";
+import { IdleRunner } from "./idle_runner.ts";
 import { Summarizer } from "./summarizer.ts";
 import { Titler } from "./title.ts";
 import { ToolCalls } from "./tool_calls.ts";
@@ -73,6 +74,8 @@ export class Assistant implements Disposable {
   #status: StatusView = INITIAL_STATUS;
   #shutdown = new AbortController();
   #calls: ToolCalls;
+  /** Title and summary requests, which wait for a pause in the replies. */
+  #side: IdleRunner;
   #titles: Titler;
   #summaries: Summarizer;
   #archive: Archive;
@@ -94,12 +97,13 @@ export class Assistant implements Disposable {
       toolKillHelper: options.toolKillHelper ?? null,
       ...(options.runTool ? { runTool: options.runTool } : {}),
     });
+    this.#side = new IdleRunner({ busy: () => this.#replies.turn !== null });
     this.#titles = new Titler({
       llm: options.llm,
       request: options.config.request,
       save: (id, title) => options.store.rename(id, title),
       emit: (event) => this.#publish(event),
-      busy: () => this.#replies.turn !== null,
+      runner: this.#side,
     });
     this.#summaries = new Summarizer({
       llm: options.llm,
@@ -107,7 +111,7 @@ export class Assistant implements Disposable {
       ledger,
       config: options.config,
       publish: (event) => this.#publish(event),
-      busy: () => this.#replies.turn !== null,
+      runner: this.#side,
       current: () => this.#current,
     });
     this.#archive = new Archive({
@@ -123,6 +127,7 @@ export class Assistant implements Disposable {
       tools: this.#calls,
       ledger,
       book: new CacheBook(options.store),
+      side: this.#side,
       titles: this.#titles,
       summaries: this.#summaries,
       now: () => options.now?.() ?? new Date(),
@@ -220,24 +225,22 @@ export class Assistant implements Disposable {
   }
 
   /**
-   * Resolves once every reply's run and title request has returned (shutdown
-   * and tests). This is a real wait: a stopped reply is no longer the one in
+   * Resolves once every reply's run and side request (title, summary) has
+   * returned (shutdown and tests). This is a real wait: a stopped reply is no longer the one in
    * flight at once, but its run still winds down (its request closing, a
    * killed tool's process ending) until it returns, and shutdown closes the
    * database only after that (or after its time limit).
    */
   async settled(): Promise<void> {
     await this.#replies.settled();
-    await this.#titles.settled();
-    await this.#summaries.settled();
+    await this.#side.settled();
   }
 
-  /** Ends the reply in flight as stopped, kills running tools and drops title requests: for shutdown. */
+  /** Ends the reply in flight as stopped, kills running tools and drops title and summary requests: for shutdown. */
   shutdown(): void {
     this.#replies.stop();
     this.#shutdown.abort();
-    this.#titles[Symbol.dispose]();
-    this.#summaries[Symbol.dispose]();
+    this.#side[Symbol.dispose]();
   }
 
   /** Same as `shutdown`. */
@@ -259,6 +262,7 @@ export class Assistant implements Disposable {
       this.#replies.stop();
     }
     this.#current = conversation;
+    this.#replies.switched(previous, conversation);
     this.#publish({
       type: "conversation",
       id: conversation.id,

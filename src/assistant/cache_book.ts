@@ -8,7 +8,10 @@
  * kept turn is read again whenever the window's first turn changes, so the
  * window moves in blocks instead. The server says which only through the
  * `cache_n` it reports for the first request after a window moved; that is
- * learnt once per model, kept in the history file and logged.
+ * learnt per model, kept in the history file and logged. A finding changes
+ * only when two such requests in a row agree: llama-server's host-memory
+ * prompt cache may hand a request a saved prompt of another conversation
+ * with a longer common start, and one request's `cache_n` then says little.
  */
 import { log } from "../base/log.ts";
 
@@ -37,6 +40,8 @@ export interface MovedSample {
 export class CacheBook {
   readonly #facts: CacheFacts | null;
   readonly #known = new Map<string, boolean | null>();
+  /** Each model's last sample that did not match its finding, waiting for a second one. */
+  readonly #heard = new Map<string, boolean>();
 
   /** A book that reads and keeps findings in `facts` (none: in memory only). */
   constructor(facts: CacheFacts | null = null) {
@@ -63,15 +68,27 @@ export class CacheBook {
    * Learns from a request right after the window moved. A cache that was
    * shifted holds the kept turns (`cache_n` reaches well into them); one that
    * could not be holds only the fixed start before the first turn that
-   * changed. Returns the finding when the sample tells.
+   * changed. Returns the finding once two samples in a row tell it (or the
+   * sample agrees with it); null while that is not so.
    */
   observe(model: string, sample: MovedSample): boolean | null {
     // Kept turns shorter than the shortest run the server reuses are read
     // again by any server: they tell nothing.
     if (sample.kept < Math.max(MIN_KEPT_TOKENS, sample.reuse)) return null;
+    // Not even the fixed start was reused: the server's cache held something
+    // else (it restarted, or served another client), which says nothing.
+    if (sample.cacheN < sample.fixed / 2) return null;
     const shifts = sample.cacheN >= sample.fixed + sample.kept / 2;
     const before = this.shifts(model);
-    if (before === shifts) return shifts;
+    if (before === shifts) {
+      this.#heard.delete(model);
+      return shifts;
+    }
+    if (this.#heard.get(model) !== shifts) {
+      this.#heard.set(model, shifts);
+      return null;
+    }
+    this.#heard.delete(model);
     this.#known.set(model, shifts);
     log.info("model prompt cache learnt", {
       model,

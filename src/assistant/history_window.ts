@@ -51,8 +51,7 @@ export interface Cover {
   /**
    * While the summary of a move is still to come, the window keeps the
    * turns it would not cover (from where the last request started), beyond
-   * the turn limit though never beyond the room; false once the summary of
-   * this move failed (it is tried again at the next move), or when nothing
+   * the turn limit though never beyond the room; false when nothing
    * summarises.
    */
   hold: boolean;
@@ -76,7 +75,10 @@ export function coveredStart(
   const start = blockStart(count, cost, room, limit, previous);
   const covered = Math.min(cover.summarized, count);
   if (start <= covered) return covered;
-  // A window new in this run has no cache to keep: the summary catches up.
+  // A window new in this run (the daemon started, the conversation was
+  // opened from the file) has no cache to keep, and holding it would send
+  // every turn since the summary's end: it starts where the limit says,
+  // and the summary catches up with the turns between.
   if (!cover.hold || previous === null) return start;
   if (cover.failedAt !== null && start <= cover.failedAt) return start;
   const bySize = count - newestThatFit(count, cost, room, Infinity);

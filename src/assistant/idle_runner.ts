@@ -1,38 +1,37 @@
 /**
  * Side requests to the model (a title, a summary) that never hold up a
- * question: they run one at a time, only while no reply does, and a reply
- * that starts aborts the one in flight, which is run again at the next
- * pause. A job is kept under a key; asking again for a key replaces its job.
+ * question: they run one at a time, all kinds together (so one never evicts
+ * the cache another relies on), only while no reply does, and a reply that
+ * starts aborts the one in flight, which is run again at the next pause. A
+ * job is kept under a key; asking again for a key replaces its job.
  */
 import { log } from "../base/log.ts";
 
+/** One side request; its signal aborts when a reply starts (it is then run again later), when it is cancelled, or at shutdown. */
+export type SideJob = (signal: AbortSignal) => Promise<void>;
+
 /** What the runner needs. */
-export interface IdleRunnerOptions<K, J> {
+export interface IdleRunnerOptions {
   /** Whether a reply is in flight: no job starts then. */
   busy(): boolean;
-  /**
-   * Runs one job; its signal aborts when a reply starts (the job is then run
-   * again later), when the job is cancelled, or at shutdown.
-   */
-  run(key: K, job: J, signal: AbortSignal): Promise<void>;
 }
 
 /** The waiting jobs and the one in flight. */
-export class IdleRunner<K, J> implements Disposable {
-  readonly #o: IdleRunnerOptions<K, J>;
-  readonly #jobs = new Map<K, J>();
+export class IdleRunner<K = unknown> implements Disposable {
+  readonly #o: IdleRunnerOptions;
+  readonly #jobs = new Map<K, SideJob>();
   #running: { key: K; controller: AbortController } | null = null;
   #finished: Promise<void> = Promise.resolve();
   #closed = false;
   #scheduled = false;
 
   /** No job yet. */
-  constructor(options: IdleRunnerOptions<K, J>) {
+  constructor(options: IdleRunnerOptions) {
     this.#o = options;
   }
 
-  /** Queues a job for `key` (replacing one waiting there) and starts it at the next pause. */
-  request(key: K, job: J): void {
+  /** Queues a job under `key` (replacing one waiting there) and starts it at the next pause. */
+  request(key: K, job: SideJob): void {
     if (this.#closed) return;
     this.#jobs.set(key, job);
     this.resume();
@@ -87,7 +86,7 @@ export class IdleRunner<K, J> implements Disposable {
     const controller = new AbortController();
     this.#running = { key, controller };
     const { signal } = controller;
-    this.#finished = this.#o.run(key, job, signal).catch((error) => {
+    this.#finished = job(signal).catch((error) => {
       // A job handles its own failures; this is a fault in one.
       log.error("side request failed", {
         error: error instanceof Error ? error.name : typeof error,

@@ -18,6 +18,7 @@ import {
   saveTurn,
 } from "./conversation.ts";
 import type { CacheBook } from "./cache_book.ts";
+import type { IdleRunner } from "./idle_runner.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
 import type { Summarizer } from "./summarizer.ts";
 import type { Titler } from "./title.ts";
@@ -40,6 +41,8 @@ export interface RepliesOptions {
   tools: TurnTools;
   ledger: TokenLedger;
   book: CacheBook;
+  /** Where title and summary requests wait for a pause in the replies. */
+  side: IdleRunner;
   titles: Titler;
   summaries: Summarizer;
   now: () => Date;
@@ -77,7 +80,11 @@ type Outcome =
 export class Replies {
   readonly #o: RepliesOptions;
   #flight: Flight | null = null;
-  /** The conversation of the last turn that finished: the server's cache holds its request. */
+  /**
+   * The conversation of the last turn that finished, whose request the
+   * server's cache most likely holds (a side request may have been made
+   * since: they begin as it did, or are few and short).
+   */
   #lastAsked: Conversation | null = null;
   /** Every turn's run until it returns, a stopped one included, and each finished turn's count. */
   readonly #runs = new Set<Promise<void>>();
@@ -103,8 +110,7 @@ export class Replies {
     const o = this.#o;
     // A title or summary request never holds up a question: it waits for
     // the next pause.
-    o.titles.pause();
-    o.summaries.pause();
+    o.side.pause();
     const turn = new Turn({
       ...start,
       llm: o.llm,
@@ -128,6 +134,28 @@ export class Replies {
     });
     o.publish({ type: "state", state: "thinking" });
     this.#track(this.#drive(flight).finally(resolve));
+  }
+
+  /**
+   * A conversation becomes current: opened again (a new object for the same
+   * saved one), it picks up where its last request in this run left off, so
+   * its window keeps its start and its summary its place; one left that
+   * lives in memory only is forgotten.
+   */
+  switched(previous: Conversation, next: Conversation): void {
+    const last = this.#lastAsked;
+    if (last !== null && last !== next && sameConversation(last, next)) {
+      next.windowStart = last.windowStart;
+      next.lastRequest = last.lastRequest;
+      next.summaryFailedAt = last.summaryFailedAt;
+      if (next.summary && last.summary?.turns === next.summary.turns) {
+        next.summary.carrier = last.summary.carrier;
+      }
+    }
+    if (previous.private || previous.id === null) {
+      this.#o.summaries.forget(previous);
+      if (this.#lastAsked === previous) this.#lastAsked = null;
+    }
   }
 
   /** Ends the reply in flight as stopped: its request is aborted, nothing of it is saved. */
@@ -159,6 +187,7 @@ export class Replies {
           result = step.value;
           break;
         }
+        flight.turn.seen(step.value);
         this.#o.publish(step.value);
       }
     } catch (error) {
@@ -192,28 +221,28 @@ export class Replies {
       return;
     }
     const { id, title } = saved;
-    rememberTurn(conversation, o.current(), id, stored, turn.replaces);
-    this.#lastAsked = conversation;
-    for (const target of new Set([conversation, o.current()])) {
-      if (sameConversation(target, conversation)) {
-        target.windowStart = result.start;
-        target.lastRequest = result.request;
-        if (target.summary && result.carrier !== null) {
-          target.summary.carrier = result.carrier;
-        }
+    // Saved: whatever fails from here, the turn ends as finished.
+    let row: number | null = null;
+    try {
+      rememberTurn(conversation, o.current(), id, stored, turn.replaces);
+      this.#lastAsked = conversation;
+      for (const target of new Set([conversation, o.current()])) {
+        if (sameConversation(target, conversation)) remember(target, result);
       }
+      row = id === null ? null : o.store.lastTurnId(id);
+      log.info("reply done", {
+        conv: id,
+        reply_bytes: stored.reply.length,
+        tools: result.tools.length,
+        replaced: turn.replaces,
+        sent: result.sent,
+        total: result.total,
+        ...(result.truncated ? { truncated: result.truncated } : {}),
+        ms: Math.round(performance.now() - started),
+      });
+    } catch (error) {
+      log.error("saved reply not remembered", { error: errorName(error) });
     }
-    const row = id === null ? null : o.store.lastTurnId(id);
-    log.info("reply done", {
-      conv: id,
-      reply_bytes: stored.reply.length,
-      tools: result.tools.length,
-      replaced: turn.replaces,
-      sent: result.sent,
-      total: result.total,
-      ...(result.truncated ? { truncated: result.truncated } : {}),
-      ms: Math.round(performance.now() - started),
-    });
     this.#end(flight, { kind: "finished", result, id, title });
     if (remade && id !== null) o.titles.cancel(id);
     // A replaced first turn is titled again only while its title is still the
@@ -235,15 +264,17 @@ export class Replies {
     this.#track(
       this.#count(result, conversation, stored.messages, row).finally(() => {
         if (titled) o.titles.request(titled.id, titled.source);
-        o.titles.resume();
         if (o.config.compact && model) {
           o.summaries.consider(conversation, {
             model,
             schemas: result.schemas,
             room: result.room,
+            nCtx: result.nCtx,
+            used: result.used,
+            fixed: result.fixed,
           });
         }
-        o.summaries.resume();
+        o.side.resume();
       }),
     );
   }
@@ -312,10 +343,7 @@ export class Replies {
     }
     o.publish({ type: "state", state: "idle" });
     // A finished turn's title and summary requests wait for its count.
-    if (outcome.kind !== "finished") {
-      o.titles.resume();
-      o.summaries.resume();
-    }
+    if (outcome.kind !== "finished") o.side.resume();
   }
 
   /** The client's code and message for a failed turn, and a log line that cannot quote the turn. */
@@ -368,6 +396,15 @@ export class Replies {
       log.error("reply run failed", { error: errorName(error) });
     }).finally(() => this.#runs.delete(tracked));
     this.#runs.add(tracked);
+  }
+}
+
+/** Records in a conversation what its finished turn's last request was: where the next one picks up. */
+function remember(target: Conversation, result: TurnResult): void {
+  target.windowStart = result.start;
+  target.lastRequest = result.request;
+  if (target.summary && result.carrier !== null) {
+    target.summary.carrier = result.carrier;
   }
 }
 

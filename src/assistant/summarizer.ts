@@ -4,29 +4,31 @@
  * running summary does not cover, one side request to the same model folds
  * them into it (summary_request.ts), before the move: the request begins as
  * the turn's own did, so it costs the server little, and the next question
- * carries the new summary. Like a title request it runs only while no reply
- * does: a question aborts it, and it is asked again once the reply has ended
- * (meanwhile the window keeps the turns it would drop). One that fails,
- * stalls or is cut by its token limit stores nothing; the move then goes
- * ahead without it and the next move asks again, never in a loop.
+ * carries the new summary. It is a side request (idle_runner.ts): it runs
+ * only while no reply does, a question aborts it, and it is asked again once
+ * the reply has ended (meanwhile the window keeps the turns it would drop,
+ * as far as the context allows). One that fails, stalls or is cut by its
+ * token limit stores nothing; the move then goes ahead without it and the
+ * next move asks again, never in a loop.
  */
 import { AssistantError } from "../base/errors.ts";
 import type { Config } from "../base/config.ts";
 import { describeSafely, log } from "../base/log.ts";
 import type { ModelChoice } from "../llm/client.ts";
+import { contextOverflow } from "../llm/http_error.ts";
 import type { Event } from "../protocol/protocol.ts";
 import type { Store } from "../store/store.ts";
 import type { Conversation, Summary } from "./conversation.ts";
 import { coveredStart } from "./history_window.ts";
+import type { IdleRunner } from "./idle_runner.ts";
 import {
+  planSummary,
   summaryBody,
   summaryFrom,
-  summaryMessages,
+  type SummaryPlan,
 } from "./summary_request.ts";
-import type { TokenLedger } from "./token_ledger.ts";
-import { IdleRunner } from "./idle_runner.ts";
+import { type TokenLedger, utf8Bytes } from "./token_ledger.ts";
 import type { ModelSource } from "./turn.ts";
-import { utf8Bytes } from "./token_ledger.ts";
 
 /** What the summarizer needs. */
 export interface SummarizerOptions {
@@ -38,8 +40,8 @@ export interface SummarizerOptions {
     "summary_tokens" | "request" | "cache_reuse" | "history_turns"
   >;
   publish(event: Event): void;
-  /** Whether a reply is in flight: no summary request starts then. */
-  busy(): boolean;
+  /** Where side requests wait for a pause in the replies. */
+  runner: IdleRunner;
   /** The conversation shown now. */
   current(): Conversation;
 }
@@ -50,10 +52,12 @@ export interface SummarySource {
   schemas: unknown[];
   /** Tokens the earlier turns could take in that turn's requests. */
   room: number;
-}
-
-interface Job extends SummarySource {
-  conversation: Conversation;
+  /** The context size; null while unknown. */
+  nCtx: number | null;
+  /** Tokens that turn's last request and its reply took; null when not reported. */
+  used: number | null;
+  /** Tokens of a request's fixed start (the system prompt and tool schemas). */
+  fixed: number;
 }
 
 /** Why a summary request stored nothing. */
@@ -61,18 +65,20 @@ class SummaryRefused extends Error {
   override name = "SummaryRefused";
 }
 
-/** The summary requests of the conversations whose window is about to move, one at a time. */
-export class Summarizer implements Disposable {
+/** A summary request's key among the side requests: a saved conversation's id, else the conversation itself. */
+function summaryKey(conversation: Conversation): unknown {
+  return conversation.id === null || conversation.private
+    ? conversation
+    : `summary ${conversation.id}`;
+}
+
+/** The summary requests of the conversations whose window is about to move. */
+export class Summarizer {
   readonly #o: SummarizerOptions;
-  readonly #runner: IdleRunner<Conversation, Job>;
 
   /** An idle summarizer. */
   constructor(options: SummarizerOptions) {
     this.#o = options;
-    this.#runner = new IdleRunner({
-      busy: options.busy,
-      run: (_conversation, job, signal) => this.#run(job, signal),
-    });
   }
 
   /**
@@ -81,16 +87,10 @@ export class Summarizer implements Disposable {
    * of the last one's size assumed). No more than it covers: no move is due.
    */
   due(conversation: Conversation, source: SummarySource): number {
-    const { ledger, config } = this.#o;
-    const count = conversation.turns.length;
+    const { config } = this.#o;
     return coveredStart(
-      count,
-      (i) =>
-        ledger.turnCost(
-          source.model.id,
-          conversation.messages[i] ?? [],
-          conversation.tokens[i] ?? null,
-        ),
+      conversation.turns.length,
+      (i) => this.#cost(conversation, source.model, i),
       source.room,
       config.history_turns,
       conversation.windowStart,
@@ -108,82 +108,119 @@ export class Summarizer implements Disposable {
     const covered = conversation.summary?.turns ?? 0;
     const failed = conversation.summaryFailedAt;
     if (upTo <= covered || (failed !== null && upTo <= failed)) return;
-    this.#runner.request(conversation, { conversation, ...source });
+    this.#o.runner.request(
+      summaryKey(conversation),
+      (signal) => this.#run(conversation, source, signal),
+    );
   }
 
   /** A conversation deleted: no summary is made for it. */
   cancel(id: number): void {
-    this.#runner.cancel((conversation) => conversation.id === id);
+    const key = `summary ${id}`;
+    this.#o.runner.cancel((other) => other === key);
   }
 
-  /** A reply starts: the request in flight gives way and is asked again later. */
-  pause(): void {
-    this.#runner.pause();
+  /** A private or unsaved conversation no longer current: gone, and so is its summary request. */
+  forget(conversation: Conversation): void {
+    const key = summaryKey(conversation);
+    if (key === conversation) this.#o.runner.cancel((other) => other === key);
   }
 
-  /** Starts the next waiting request when nothing else runs. */
-  resume(): void {
-    this.#runner.resume();
-  }
-
-  /** Resolves once no summary request is in flight. */
-  settled(): Promise<void> {
-    return this.#runner.settled();
-  }
-
-  /** Aborts the request in flight and forgets the waiting ones. */
-  [Symbol.dispose](): void {
-    this.#runner[Symbol.dispose]();
-  }
-
-  async #run(job: Job, signal: AbortSignal): Promise<void> {
-    const { conversation } = job;
-    // A private conversation is gone once another one is current.
-    if (conversation.private && conversation !== this.#o.current()) return;
-    const upTo = this.due(conversation, job);
-    const maxTokens = this.#o.config.summary_tokens;
-    const messages = summaryMessages(conversation, upTo, maxTokens);
-    if (messages === null) return;
-    let summary: Summary;
-    try {
-      summary = await this.#ask(job, messages, upTo, signal);
-    } catch (error) {
-      // Given way to a reply (asked again at the next pause), or cancelled.
-      if (signal.aborted) return;
+  async #run(
+    conversation: Conversation,
+    source: SummarySource,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (this.#gone(conversation)) return;
+    const upTo = this.due(conversation, source);
+    let plan = this.#plan(conversation, source, upTo);
+    let summary: Summary | null = null;
+    let failure: unknown = null;
+    for (let attempt = 0; plan !== null && summary === null; attempt++) {
+      try {
+        summary = await this.#ask(source, plan, signal);
+      } catch (error) {
+        // Given way to a reply (asked again at the next pause), or cancelled.
+        if (signal.aborted) return;
+        failure = error;
+        // Refused for its length despite the estimate: once more, with half
+        // as many turns.
+        const covered = conversation.summary?.turns ?? 0;
+        const turns = plan.upTo - covered;
+        plan = attempt === 0 && contextOverflow(error)
+          ? this.#plan(conversation, source, upTo, Math.ceil(turns / 2))
+          : null;
+      }
+    }
+    if (signal.aborted) return;
+    if (summary === null) {
       conversation.summaryFailedAt = upTo;
       log.warn("summary request failed", {
         conv: conversation.id,
         turns: upTo,
-        error: error instanceof SummaryRefused
-          ? error.message
-          : error instanceof AssistantError
-          ? describeSafely(error)
-          : error instanceof Error
-          ? error.name
-          : typeof error,
+        error: failure === null
+          ? "no turn fits the context beside the summary"
+          : failure instanceof SummaryRefused
+          ? failure.message
+          : failure instanceof AssistantError
+          ? describeSafely(failure)
+          : failure instanceof Error
+          ? failure.name
+          : typeof failure,
       });
       return;
     }
-    if (signal.aborted) return;
     this.#keep(conversation, summary);
   }
 
-  async #ask(
-    job: Job,
-    messages: ReturnType<typeof summaryMessages> & object,
+  #plan(
+    conversation: Conversation,
+    source: SummarySource,
     upTo: number,
+    atMost?: number,
+  ): SummaryPlan | null {
+    const { ledger, config } = this.#o;
+    return planSummary({
+      conversation,
+      upTo,
+      maxTokens: config.summary_tokens,
+      nCtx: source.nCtx,
+      used: source.used,
+      fixed: source.fixed,
+      cost: (i) => this.#cost(conversation, source.model, i),
+      estimate: (text) => ledger.estimate(source.model.id, utf8Bytes(text)),
+      ...(atMost === undefined ? {} : { atMost }),
+    });
+  }
+
+  #cost(conversation: Conversation, model: ModelChoice, index: number): number {
+    return this.#o.ledger.turnCost(
+      model.id,
+      conversation.messages[index] ?? [],
+      conversation.tokens[index] ?? null,
+    );
+  }
+
+  /** A private conversation is gone once another one is current. */
+  #gone(conversation: Conversation): boolean {
+    return conversation.private && conversation !== this.#o.current();
+  }
+
+  async #ask(
+    source: SummarySource,
+    plan: SummaryPlan,
     signal: AbortSignal,
   ): Promise<Summary> {
     const { config, llm, ledger } = this.#o;
     const body = summaryBody({
-      model: job.model.id,
-      messages,
-      schemas: job.schemas,
+      model: source.model.id,
+      messages: plan.messages,
+      schemas: source.schemas,
       request: config.request,
       cacheReuse: config.cache_reuse,
       maxTokens: config.summary_tokens,
     });
-    const stream = await llm.chat(job.model, body, signal);
+    const stream = await llm.chat(source.model, body, signal);
     let text = "";
     let finish: string | null = null;
     let tokens: number | null = null;
@@ -202,14 +239,16 @@ export class Summarizer implements Disposable {
     if (summary === null) throw new SummaryRefused("empty");
     return {
       text: summary,
-      turns: upTo,
-      tokens: tokens ?? ledger.estimate(job.model.id, utf8Bytes(summary)),
+      turns: plan.upTo,
+      tokens: tokens ?? ledger.estimate(source.model.id, utf8Bytes(summary)),
       carrier: null,
     };
   }
 
   /** Stores the summary with its conversation (a private one's stays in memory) and tells every client. */
   #keep(conversation: Conversation, summary: Summary): void {
+    // Made after a private conversation was left: nobody may see it.
+    if (this.#gone(conversation)) return;
     const { id } = conversation;
     if (id !== null && !conversation.private) {
       const kept = this.#o.store.setSummary(id, {

@@ -14,48 +14,97 @@ import { SUMMARY_INTRO, withSummary } from "./prompt.ts";
 const WORDS_PER_TOKEN = 0.6;
 
 /**
- * The instruction that ends a summary request. Short: the server reads it
- * anew for every summary.
+ * The instruction that ends a summary request: of the conversation up to
+ * its last `kept` exchanges, or (0) of all of it that is shown. Short: the
+ * server reads it anew for every summary.
  */
 export function summaryInstruction(
   kept: number,
   folding: boolean,
   maxTokens: number,
 ): string {
-  const later = kept === 1 ? "its last exchange" : `its last ${kept} exchanges`;
   const words = Math.max(20, Math.floor(maxTokens * WORDS_PER_TOKEN));
-  return `Summarise this conversation up to, but not including, ${later}${
+  const what = kept === 0
+    ? "this conversation"
+    : `this conversation up to, but not including, ${
+      kept === 1 ? "its last exchange" : `its last ${kept} exchanges`
+    }`;
+  return `Summarise ${what}${
     folding ? ", with the summary it began with" : ""
   }: the facts, names, numbers, decisions and open questions a later answer may need, in its language, in at most ${words} words. Reply with the summary only.`;
 }
 
+/** Tokens kept free beside an estimate of a summary request's size: estimates err high, but not always by enough. */
+const SUMMARY_MARGIN = 64;
+
+/** What a summary request is planned from. */
+export interface SummaryPlanInput {
+  conversation: Conversation;
+  /** The first turns the summary should cover once made. */
+  upTo: number;
+  /** `summary_tokens`: what the model may write. */
+  maxTokens: number;
+  /** The context size; null while unknown. */
+  nCtx: number | null;
+  /** Tokens the last request and its reply took in the context; null when not reported. */
+  used: number | null;
+  /** Tokens of a request's fixed start: the system prompt and the tool schemas. */
+  fixed: number;
+  /** A turn's size in tokens. */
+  cost(index: number): number;
+  /** A text's size in tokens. */
+  estimate(text: string): number;
+  /** At most this many turns, after a request the server refused for its length. */
+  atMost?: number;
+}
+
+/** A summary request: its messages, and the first turns the summary will cover. */
+export interface SummaryPlan {
+  messages: ChatMessage[];
+  upTo: number;
+}
+
 /**
- * The messages of a request for the summary of the first `upTo` turns. Where
- * the conversation's last request carried every turn the summary does not
- * cover yet, they are that request and its reply, then the instruction; else
- * (a move went ahead without a summary) the system prompt and every turn from
- * the first the summary leaves out.
+ * The request for the summary of the first `upTo` turns. Where the
+ * conversation's last request carried every turn the summary does not cover
+ * yet, and it, its reply, the instruction and the summary fit the context,
+ * it is that request and its reply, then the instruction: the server has
+ * read all of it but the instruction. Otherwise (a move went ahead without a
+ * summary, a window held open for one grew, a conversation opened again)
+ * it is the system prompt and the uncovered turns alone, as many of them
+ * from the first as fit the context beside the summary to come, so that
+ * every request moves the summary on, however far behind it is. Null when
+ * not one turn fits.
  */
-export function summaryMessages(
-  conversation: Conversation,
-  upTo: number,
-  maxTokens: number,
-): ChatMessage[] | null {
+export function planSummary(input: SummaryPlanInput): SummaryPlan | null {
+  const { conversation, upTo, maxTokens, nCtx, used } = input;
   const total = conversation.turns.length;
-  const covered = conversation.summary?.turns ?? 0;
-  const last = conversation.lastRequest;
-  if (last === null || upTo <= covered || upTo > total) return null;
-  const folding = conversation.summary !== null;
-  const instruction: ChatMessage = {
-    role: "user",
-    content: summaryInstruction(total - upTo, folding, maxTokens),
-  };
-  const start = conversation.windowStart;
-  if (start !== null && start <= covered) return [...last, instruction];
-  const system = last[0];
-  if (system?.role !== "system") return null;
-  const turns = conversation.messages.slice(covered);
   const summary = conversation.summary;
+  const covered = summary?.turns ?? 0;
+  const last = conversation.lastRequest;
+  const system = last?.[0];
+  if (last === null || system?.role !== "system") return null;
+  if (upTo <= covered || upTo > total) return null;
+  const folding = summary !== null;
+  const start = conversation.windowStart;
+  if (input.atMost === undefined && start !== null && start <= covered) {
+    const content = summaryInstruction(total - upTo, folding, maxTokens);
+    const fits = nCtx === null || used === null ||
+      used + input.estimate(content) + maxTokens + SUMMARY_MARGIN <= nCtx;
+    if (fits) return { messages: [...last, { role: "user", content }], upTo };
+  }
+  const content = summaryInstruction(0, folding, maxTokens);
+  let room = (nCtx ?? Infinity) - maxTokens - SUMMARY_MARGIN - input.fixed -
+    input.estimate(content) -
+    (summary ? summary.tokens ?? input.estimate(summary.text) : 0);
+  let end = covered;
+  while (end < upTo && end - covered < (input.atMost ?? Infinity)) {
+    room -= input.cost(end);
+    if (room < 0) break;
+    end++;
+  }
+  if (end === covered) return null;
+  const turns = conversation.messages.slice(covered, end);
   if (summary) {
     const [first, ...rest] = turns[0] ?? [];
     if (first?.role === "user") {
@@ -65,7 +114,10 @@ export function summaryMessages(
       ];
     }
   }
-  return [system, ...turns.flat(), instruction];
+  return {
+    messages: [system, ...turns.flat(), { role: "user", content }],
+    upTo: end,
+  };
 }
 
 /** What the summary request sends besides its messages. */
@@ -97,7 +149,7 @@ export function summaryBody(input: SummaryBodyInput): Record<string, unknown> {
   return body;
 }
 
-/** The summary in what the model wrote: no reasoning, no heading; null when nothing is left. */
+/** The summary in what the model wrote: no reasoning, no label before it; null when nothing is left. */
 export function summaryFrom(text: string): string | null {
   // A block that never closed is reasoning to the end.
   const bare = text.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim()
@@ -105,7 +157,7 @@ export function summaryFrom(text: string): string | null {
       new RegExp(
         `^(?:#+\\s*)?(?:\\*\\*)?(?:${
           escape(SUMMARY_INTRO)
-        }|summary:?)(?:\\*\\*)?\\s*`,
+        }|summary\\s*:)(?:\\*\\*)?\\s*`,
         "i",
       ),
       "",

@@ -1,17 +1,17 @@
 /**
  * `auto_title`: after a conversation's first reply, one short request asks
- * the model for a title of a few words. It runs only while no reply does: a
- * reply that starts aborts it (llama-server frees the slot of an aborted
- * streaming request at once, and would finish an aborted non-streaming one),
- * and it is tried again once the reply has ended. A user's rename, or a
- * delete, cancels it for good.
+ * the model for a title of a few words. It is a side request (idle_runner.ts):
+ * it runs only while no reply does, a reply that starts aborts it
+ * (llama-server frees the slot of an aborted streaming request at once, and
+ * would finish an aborted non-streaming one), and it is tried again once the
+ * reply has ended. A user's rename, or a delete, cancels it for good.
  */
 import { describeSafely, log } from "../base/log.ts";
 import { AssistantError } from "../base/errors.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { cleanTitle, type Event } from "../protocol/protocol.ts";
-import { IdleRunner } from "./idle_runner.ts";
+import type { IdleRunner } from "./idle_runner.ts";
 import type { ModelSource } from "./turn.ts";
 
 /** Most tokens a title request may generate. */
@@ -39,8 +39,8 @@ export interface TitlerOptions {
   /** Stores a title; false when the conversation is gone. */
   save(id: number, title: string): boolean;
   emit(event: Event): void;
-  /** Whether a reply is in flight: no title request starts then. */
-  busy(): boolean;
+  /** Where side requests wait for a pause in the replies. */
+  runner: IdleRunner;
 }
 
 /** The messages of a title request. */
@@ -76,48 +76,33 @@ interface Job extends TitleSource {
   id: number;
 }
 
-/** The title requests of the conversations that await one, one at a time. */
-export class Titler implements Disposable {
+/** A title request's key among the side requests. */
+function titleKey(id: number): string {
+  return `title ${id}`;
+}
+
+/** The title requests of the conversations that await one. */
+export class Titler {
   readonly #options: TitlerOptions;
-  readonly #runner: IdleRunner<number, Job>;
 
   /** Creates an idle titler. */
   constructor(options: TitlerOptions) {
     this.#options = options;
-    this.#runner = new IdleRunner({
-      busy: options.busy,
-      run: (_id, job, signal) => this.#run(job, signal),
-    });
   }
 
   /** Asks for a title for conversation `id`, as soon as no reply is in flight. */
   request(id: number, source: TitleSource): void {
-    this.#runner.request(id, { id, ...source });
+    const job: Job = { id, ...source };
+    this.#options.runner.request(
+      titleKey(id),
+      (signal) => this.#run(job, signal),
+    );
   }
 
   /** A user's rename or a delete: conversation `id` gets no title from the model. */
   cancel(id: number): void {
-    this.#runner.cancel((key) => key === id);
-  }
-
-  /** A reply starts: the request in flight gives way and is tried again later. */
-  pause(): void {
-    this.#runner.pause();
-  }
-
-  /** Starts the next waiting request when nothing else runs. */
-  resume(): void {
-    this.#runner.resume();
-  }
-
-  /** Resolves once no title request is in flight. */
-  settled(): Promise<void> {
-    return this.#runner.settled();
-  }
-
-  /** Aborts the request in flight and forgets the waiting ones. */
-  [Symbol.dispose](): void {
-    this.#runner[Symbol.dispose]();
+    const key = titleKey(id);
+    this.#options.runner.cancel((other) => other === key);
   }
 
   async #run(job: Job, signal: AbortSignal): Promise<void> {

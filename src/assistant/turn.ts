@@ -1,10 +1,11 @@
 /**
  * One turn, from the model lookup to the reply's last token: the requests,
- * the stream turned into events, and the tool rounds. The turn owns what a
- * client that connects mid-reply is shown of it (`pending`) and yields every
+ * the stream turned into events, and the tool rounds. The turn yields every
  * event in the order it happens; it emits and saves nothing itself. Whoever
  * runs it decides what reaches the clients, so a turn that was stopped
- * reaches nobody, wherever it was when it was stopped.
+ * reaches nobody, wherever it was when it was stopped. What a client that
+ * connects mid-reply is shown of it (`pending`) is a fold of the events that
+ * went out (`seen`), so it never runs ahead of what every client was sent.
  */
 import type { Config } from "../base/config.ts";
 import type { Timings } from "../llm/chat_deltas.ts";
@@ -126,6 +127,10 @@ export interface TurnResult {
   start: number;
   /** Tokens the earlier turns could take in its requests. */
   room: number;
+  /** Tokens its last request and reply took in the context; null when not reported. */
+  used: number | null;
+  /** Tokens of a request's fixed start (system prompt and tool schemas), as estimated. */
+  fixed: number;
   /** The turn whose question carried the summary; null without one. */
   carrier: number | null;
   /** Its last request's messages and the reply that ended it: what the server's cache holds now. */
@@ -155,7 +160,7 @@ export function addTimings(
 /** One question and its reply in flight. */
 export class Turn {
   readonly #o: TurnOptions;
-  /** The reply as clients see it so far. */
+  /** The reply as clients were sent it so far. */
   readonly pending: PendingView;
   /** The model it uses, once known: a title asks the same one. */
   model: ModelChoice | null = null;
@@ -170,6 +175,21 @@ export class Turn {
       tools: [],
       ...(options.replaces ? { replaces: true as const } : {}),
     };
+  }
+
+  /** An event of this turn went out to the clients: the pending reply follows it. */
+  seen(event: TurnEvent): void {
+    switch (event.type) {
+      case "think":
+        this.pending.think += event.delta;
+        break;
+      case "token":
+        this.pending.reply += event.delta;
+        break;
+      case "tool":
+        if (!event.done) this.pending.tools.push(event.name);
+        break;
+    }
   }
 
   /** The conversation the turn belongs to. */
@@ -241,7 +261,8 @@ export class Turn {
         : null,
     });
     const stored: ChatMessage[] = [question];
-    const used: string[] = [];
+    const ran: string[] = [];
+    let used: number | null = null;
     let truncated: Truncation | null = null;
     let timings: Timings | null = null;
     let sent: ChatMessage[] = [];
@@ -264,7 +285,8 @@ export class Turn {
           signal,
         );
       });
-      const end: ReplyEnd = yield* readReply(stream, this.pending);
+      const end: ReplyEnd = yield* readReply(stream);
+      used = end.usage?.used ?? used;
       timings = addTimings(timings, end.timings);
       // The first request after the window moved says whether the server
       // kept the cache of the turns still carried.
@@ -303,8 +325,7 @@ export class Turn {
         if (outcome === null) {
           yield { type: "state", state: "tool", tool: name };
           yield { type: "tool", name, done: false };
-          this.pending.tools.push(name);
-          used.push(name);
+          ran.push(name);
           outcome = await tools.run(call);
           yield { type: "tool", name, done: true };
         }
@@ -325,7 +346,7 @@ export class Turn {
     }
     return {
       messages: stored,
-      tools: used,
+      tools: ran,
       count: () => plan.conclude(stored),
       truncated,
       sent: plan.sent,
@@ -333,6 +354,8 @@ export class Turn {
       nCtx: plan.nCtx,
       start: plan.start,
       room: plan.room,
+      used,
+      fixed: plan.carried().fixed,
       carrier: plan.carrier,
       request: [...sent, stored.at(-1)!],
       schemas,

@@ -1,12 +1,11 @@
 /**
  * One response of llama-server read as a turn's events: reasoning and answer
- * tokens as they come (the pending reply grows with them), the tool calls
- * gathered from their pieces, and how the response ended and what it cost.
+ * tokens as they come, the tool calls gathered from their pieces, and how the
+ * response ended and what it cost.
  */
 import type { ToolCall } from "../llm/chat_types.ts";
 import type { Timings } from "../llm/chat_deltas.ts";
 import type { Delta } from "../llm/sse_stream.ts";
-import type { PendingView } from "../protocol/protocol.ts";
 
 /** The events one response yields. */
 export type ReplyEvent =
@@ -24,10 +23,9 @@ export interface ReplyEnd {
   timings: Timings | null;
 }
 
-/** Streams one response as events, adding to `pending`; returns its content and tool calls. */
+/** Streams one response as events; returns its content and tool calls. */
 export async function* readReply(
   stream: ReadableStream<Delta>,
-  pending: PendingView,
 ): AsyncGenerator<ReplyEvent, ReplyEnd> {
   let content = "";
   let finish: string | null = null;
@@ -37,12 +35,10 @@ export async function* readReply(
   for await (const delta of stream) {
     switch (delta.kind) {
       case "think":
-        pending.think += delta.text;
         yield { type: "think", delta: delta.text };
         break;
       case "content":
         content += delta.text;
-        pending.reply += delta.text;
         yield { type: "token", delta: delta.text };
         break;
       case "tool_call": {

@@ -136,3 +136,93 @@ Deno.test("settled waits for a stopped reply to wind down: shutdown's wait is re
   assert.equal(await settled, "settled");
   assert.deepEqual(store.list(), [], "nothing of the stopped reply is saved");
 });
+
+/** A model source that streams `pieces`, one a millisecond, for every request; `after` runs once each is handed on. */
+function streaming(pieces: string[], after = () => {}): ModelSource {
+  return {
+    chooseModel: () => Promise.resolve({ id: "m", router: false, nCtx: 4096 }),
+    chat: () => {
+      const left = [...pieces];
+      return Promise.resolve(
+        new ReadableStream<Delta>({
+          async pull(controller) {
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            const text = left.shift();
+            if (text === undefined) {
+              controller.enqueue({ kind: "finish", reason: "stop" });
+              controller.close();
+            } else {
+              controller.enqueue({ kind: "content", text });
+              queueMicrotask(after);
+            }
+          },
+        }),
+      );
+    },
+  };
+}
+
+Deno.test("a client that connects at any moment of a reply is shown exactly the tokens every client was sent", async () => {
+  using store = new Store(":memory:");
+  const sent: string[] = [];
+  let done = false;
+  const mismatches: string[] = [];
+  using assistant = new Assistant({
+    store,
+    // A client connects right as a piece arrives, and at each step after.
+    llm: streaming(["a", "b", "c", "d", "e"], () => look(50)),
+    tools: [],
+    config: TURN_CONFIG,
+    emit: (event) => {
+      if (event.type === "token") sent.push(event.delta);
+      if (event.type === "done") done = true;
+    },
+  });
+  // A hello taken at every microtask the reply leaves between its steps.
+  // deno-lint-ignore prefer-const
+  let look: (left: number) => void;
+  look = (left: number) => {
+    if (done || left === 0) return;
+    const hello = assistant.hello();
+    const shown = hello.type === "hello" ? hello.pending?.reply ?? "" : "";
+    if (shown !== sent.join("")) mismatches.push(`${shown} / ${sent.join("")}`);
+    queueMicrotask(() => look(left - 1));
+  };
+  await assistant.handle({ type: "ask", text: "hi" });
+  await assistant.replyEnd();
+  await assistant.settled();
+  assert.deepEqual(mismatches, []);
+  assert.equal(sent.join(""), "abcde");
+});
+
+Deno.test("a fault after the reply was saved still ends the turn: done, idle, and the next question starts clean", async () => {
+  class FlakyStore extends Store {
+    override lastTurnId(_id: number): number | null {
+      throw new Error("disk gone");
+    }
+  }
+  using store = new FlakyStore(":memory:");
+  const events: Event[] = [];
+  using assistant = new Assistant({
+    store,
+    llm: streaming(["Hi."]),
+    tools: [],
+    config: TURN_CONFIG,
+    emit: (event) => events.push(event),
+  });
+  await assistant.handle({ type: "ask", text: "hello" });
+  await assistant.replyEnd();
+  assert.deepEqual(
+    events.filter((e) => e.type === "done" || e.type === "state").map((e) =>
+      e.type === "state" ? e.state : `done ${e.stopped}`
+    ),
+    ["thinking", "done false", "idle"],
+  );
+  assert.equal(assistant.replying, false);
+  assert.equal(store.open(1)?.turns.length, 1);
+  events.length = 0;
+  await assistant.handle({ type: "ask", text: "again" });
+  await assistant.replyEnd();
+  await assistant.settled();
+  assert.equal(events.some((e) => e.type === "done" && e.stopped), false);
+});

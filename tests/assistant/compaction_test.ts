@@ -10,6 +10,7 @@ import { within } from "../support/client_harness.ts";
 import {
   askedQuestion,
   FakeLlm,
+  gated,
   hold,
   reply,
   type Script,
@@ -35,7 +36,7 @@ const INTRO = "Summary of the earlier conversation:";
 /** Whether a chat request asks for the summary. */
 function isSummaryRequest(body: unknown): boolean {
   const last = (body as Body).messages.at(-1)?.content ?? "";
-  return last.startsWith("Summarise this conversation up to");
+  return last.startsWith("Summarise this conversation");
 }
 
 /**
@@ -365,8 +366,17 @@ Deno.test("a private conversation's summary stays in memory: sent to clients wit
   await ask(client, "Question 6");
   const sixth = llm.chats.at(-1)!.body as Body;
   assert.ok(JSON.stringify(sixth.messages).includes("Private summary."));
-  const bytes = await Deno.readFile(daemon.paths.dbPath);
-  assert.ok(!new TextDecoder().decode(bytes).includes("Private summary"));
+  // Nowhere in the history files: the database, its log and its index.
+  for (const suffix of ["", "-wal", "-shm"]) {
+    let bytes = new Uint8Array();
+    try {
+      bytes = await Deno.readFile(daemon.paths.dbPath + suffix);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+    const text = new TextDecoder().decode(bytes);
+    assert.ok(!text.includes("Private summary"), `in history.db${suffix}`);
+  }
 });
 
 Deno.test("compact = false makes no summary request: the oldest turns just leave", async () => {
@@ -400,4 +410,113 @@ Deno.test("a summary request that stalls stores nothing, and the conversation go
   await converse(daemon, client, 3, 6);
   assert.equal(daemon.store.summary(1)?.text, "Made next time.");
   assert.equal(client.received.filter((e) => e.type === "error").length, 0);
+});
+
+/** Answers questions with `pieces` words, summary requests with the next of `summaries`. */
+function longAnswers(pieces: number, summaries: Script[]): Script {
+  return {
+    steps(context) {
+      const script = isSummaryRequest(context.body)
+        ? summaries.shift() ?? reply({ content: ["A short summary."] })
+        : reply({
+          content: Array.from({ length: pieces }, (_, i) => ` w${i % 97}`),
+        });
+      if (!("steps" in script)) throw new TypeError("a script with steps");
+      return script.steps(context);
+    },
+  };
+}
+
+Deno.test("in a conversation that fills the context, every summary request fits it: after a failure the summary catches up, a part a request", async () => {
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/m.gguf", nCtx: 4096 }],
+    defaultScript: longAnswers(300, [streamError("Internal server error")]),
+  });
+  await using daemon = await LocalDaemon.start({
+    llmUrl: llm.url,
+    config: "history_turns = 10\ncompact = true\n",
+  });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  await converse(daemon, client, 30);
+  const requests = llm.chats.filter((c) => isSummaryRequest(c.body));
+  assert.ok(requests.length >= 3, `${requests.length} summary requests`);
+  for (const request of requests) {
+    // Served, not refused for its length: the prompt and the summary fit.
+    assert.ok(request.cache !== null, `refused: ${request.promptTokens}`);
+    const body = request.body as Body;
+    assert.ok(request.promptTokens! + body.max_tokens! <= 4096);
+  }
+  const summary = daemon.store.summary(1);
+  assert.ok(summary !== null && summary.turns >= 20, JSON.stringify(summary));
+  // Nothing was left out unsummarised for good: the last request's window
+  // starts where the summary ends, or before.
+  const last = llm.chats.filter((c) => !isSummaryRequest(c.body)).at(-1)!;
+  const users = (last.body as Body).messages.filter((m) => m.role === "user");
+  const first = Number(users[0]!.content!.match(/Question (\d+)$/)?.[1]);
+  assert.ok(
+    first - 1 <= summary.turns,
+    `window from ${first}, summary ${summary.turns}`,
+  );
+});
+
+Deno.test("a private conversation's summary that comes after the conversation was left is dropped: no client sees it", async () => {
+  const gate = Promise.withResolvers<void>();
+  const started = Promise.withResolvers<void>();
+  await using llm = await FakeLlm.start({
+    defaultScript: routed([{
+      steps(context) {
+        started.resolve();
+        const held = gated("Private ", gate.promise, "summary.");
+        if (!("steps" in held)) throw new TypeError("a script with steps");
+        return held.steps(context);
+      },
+    }]),
+  });
+  await using daemon = await LocalDaemon.start({
+    llmUrl: llm.url,
+    config: CONFIG,
+  });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  await client.send({ type: "new", private: true });
+  await client.next("conversation");
+  for (let n = 1; n <= 5; n++) await ask(client, `Secret question ${n}`);
+  await within(started.promise, "the summary request");
+  await client.send({ type: "new", private: true });
+  await nextOf(client, "conversation");
+  gate.resolve();
+  await daemon.assistant.settled();
+  assert.equal(client.received.some((e) => e.type === "summary"), false);
+  assert.doesNotMatch(daemon.log, /summary made/);
+});
+
+Deno.test("opening the current conversation again keeps its window where it was: the turns a summary is due for stay sent", async () => {
+  await using llm = await FakeLlm.start({
+    defaultScript: routed([
+      {
+        steps(context) {
+          const held = hold();
+          if (!("steps" in held)) throw new TypeError("a script with steps");
+          return held.steps(context);
+        },
+      },
+    ]),
+  });
+  await using daemon = await LocalDaemon.start({
+    llmUrl: llm.url,
+    config: CONFIG,
+  });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  for (let n = 1; n <= 6; n++) await ask(client, `Question ${n}`);
+  await client.send({ type: "open", id: 1 });
+  await nextOf(client, "conversation");
+  await ask(client, "Question 7");
+  const seventh = llm.chats.filter((c) => !isSummaryRequest(c.body)).at(-1)!;
+  const users = (seventh.body as Body).messages.filter((m) =>
+    m.role === "user"
+  );
+  assert.match(users[0]!.content!, /Question 1$/);
+  assert.equal(daemon.store.summary(1), null);
 });

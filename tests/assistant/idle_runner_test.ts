@@ -6,16 +6,22 @@ import { IdleRunner } from "../../src/assistant/idle_runner.ts";
 function runner(busy: () => boolean = () => false) {
   const runs: { job: string; signal: AbortSignal; end: () => void }[] = [];
   let started = Promise.withResolvers<void>();
-  const idle = new IdleRunner<string, string>({
-    busy,
-    run: (_key, job, signal) => {
-      const { promise, resolve } = Promise.withResolvers<void>();
-      signal.addEventListener("abort", () => resolve());
-      runs.push({ job, signal, end: resolve });
-      started.resolve();
-      return promise;
-    },
-  });
+  const side = new IdleRunner<string>({ busy });
+  const job = (name: string) => (signal: AbortSignal) => {
+    const { promise, resolve } = Promise.withResolvers<void>();
+    signal.addEventListener("abort", () => resolve());
+    runs.push({ job: name, signal, end: resolve });
+    started.resolve();
+    return promise;
+  };
+  const idle = {
+    request: (key: string, name: string) => side.request(key, job(name)),
+    cancel: (matches: (key: string) => boolean) => side.cancel(matches),
+    pause: () => side.pause(),
+    resume: () => side.resume(),
+    settled: () => side.settled(),
+    [Symbol.dispose]: () => side[Symbol.dispose](),
+  };
   const nextStart = async () => {
     await started.promise;
     started = Promise.withResolvers<void>();

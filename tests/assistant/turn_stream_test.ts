@@ -83,7 +83,12 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
   const events: TurnEvent[] = [];
   const run = turn.run(new AbortController().signal);
   let step = await run.next();
-  for (; !step.done; step = await run.next()) events.push(step.value);
+  // As the loop that runs a turn does: each event goes out, and the pending
+  // reply follows what went out.
+  for (; !step.done; step = await run.next()) {
+    turn.seen(step.value);
+    events.push(step.value);
+  }
   const result = step.value;
   const expected: ToolCall = {
     id: "call-a",

@@ -66,7 +66,7 @@ function isSummaryRequest(body: unknown): boolean {
   const messages = (body as { messages: { content: string | null }[] })
     .messages;
   return (messages.at(-1)?.content ?? "").startsWith(
-    "Summarise this conversation up to",
+    "Summarise this conversation",
   );
 }
 

@@ -1,0 +1,66 @@
+/** Learning whether llama-server shifts a model's prompt cache. */
+import assert from "node:assert/strict";
+import { CacheBook } from "../../src/assistant/cache_book.ts";
+
+function facts() {
+  const kept = new Map<string, boolean>();
+  return {
+    kept,
+    cacheShift: (model: string) =>
+      kept.has(model) ? { shifts: kept.get(model)! } : null,
+    setCacheShift: (model: string, shifts: boolean) => {
+      kept.set(model, shifts);
+    },
+  };
+}
+
+const SHIFTED = { fixed: 200, kept: 800, cacheN: 980, reuse: 256 };
+const REREAD = { fixed: 200, kept: 800, cacheN: 210, reuse: 256 };
+
+Deno.test("two moved windows in a row whose kept turns were reused mean the cache shifts; reread from the first turn, it cannot", () => {
+  const store = facts();
+  const book = new CacheBook(store);
+  assert.equal(book.shifts("a"), null);
+  assert.equal(book.observe("a", SHIFTED), null);
+  assert.equal(book.observe("a", SHIFTED), true);
+  assert.equal(book.observe("b", REREAD), null);
+  assert.equal(book.observe("b", REREAD), false);
+  assert.deepEqual([...store.kept], [["a", true], ["b", false]]);
+  // Kept in the file: a new book reads it back.
+  assert.equal(new CacheBook(store).shifts("b"), false);
+});
+
+Deno.test("samples that cannot tell change nothing: too few kept tokens for n_cache_reuse, or a cache that held something else", () => {
+  const store = facts();
+  const book = new CacheBook(store);
+  book.observe("a", REREAD);
+  book.observe("a", REREAD);
+  // Kept turns shorter than the shortest run reused: any server rereads them.
+  assert.equal(
+    book.observe("a", { fixed: 200, kept: 100, cacheN: 900, reuse: 256 }),
+    null,
+  );
+  // Not even the fixed start reused: another client's prompt, or a restart.
+  const fresh = new CacheBook(facts());
+  fresh.observe("m", { fixed: 200, kept: 800, cacheN: 990, reuse: 64 });
+  fresh.observe("m", { fixed: 200, kept: 800, cacheN: 990, reuse: 64 });
+  assert.equal(
+    fresh.observe("m", { fixed: 200, kept: 800, cacheN: 0, reuse: 64 }),
+    null,
+  );
+  assert.equal(fresh.shifts("m"), true);
+  assert.equal(book.shifts("a"), false);
+});
+
+Deno.test("one stray sample never flips a finding: a saved prompt of another conversation says little", () => {
+  const book = new CacheBook(facts());
+  book.observe("a", SHIFTED);
+  book.observe("a", SHIFTED);
+  // One request served from another conversation's saved prompt...
+  assert.equal(book.observe("a", REREAD), null);
+  assert.equal(book.shifts("a"), true);
+  // ...then the usual again: the finding stands, and the stray is forgotten.
+  assert.equal(book.observe("a", SHIFTED), true);
+  assert.equal(book.observe("a", REREAD), null);
+  assert.equal(book.shifts("a"), true);
+});

@@ -1,0 +1,98 @@
+/** The summary request: what it is made of, and what becomes the summary. */
+import assert from "node:assert/strict";
+import {
+  type Conversation,
+  emptyConversation,
+} from "../../src/assistant/conversation.ts";
+import {
+  planSummary,
+  summaryFrom,
+} from "../../src/assistant/summary_request.ts";
+import type { ChatMessage } from "../../src/llm/chat_types.ts";
+
+Deno.test("the summary is what the model wrote, without reasoning or a label, and nothing is taken from a sentence about summaries", () => {
+  assert.equal(
+    summaryFrom("<think>plan</think>\nThe user asked."),
+    "The user asked.",
+  );
+  assert.equal(summaryFrom("<think>never closed"), null);
+  assert.equal(summaryFrom("**Summary:** Paris in May."), "Paris in May.");
+  assert.equal(
+    summaryFrom("Summary of the earlier conversation:\nParis."),
+    "Paris.",
+  );
+  assert.equal(
+    summaryFrom("Summary statistics were discussed."),
+    "Summary statistics were discussed.",
+  );
+  assert.equal(summaryFrom("  \n "), null);
+});
+
+/** A conversation of `count` turns of 100 tokens each, its last request as the window from `start` sent it. */
+function conversation(count: number, start: number): Conversation {
+  const conversation = emptyConversation();
+  for (let i = 0; i < count; i++) {
+    conversation.turns.push({ user: `q${i}`, reply: `a${i}`, tools: [] });
+    conversation.messages.push([
+      { role: "user", content: `[stamp] q${i}` },
+      { role: "assistant", content: `a${i}` },
+    ]);
+    conversation.tokens.push(100);
+  }
+  const system: ChatMessage = { role: "system", content: "Be helpful." };
+  conversation.windowStart = start;
+  conversation.lastRequest = [
+    system,
+    ...conversation.messages.slice(start, count - 1).flat(),
+    ...conversation.messages[count - 1]!,
+  ];
+  return conversation;
+}
+
+const plan = (
+  c: Conversation,
+  upTo: number,
+  nCtx: number | null,
+  used: number | null,
+) =>
+  planSummary({
+    conversation: c,
+    upTo,
+    maxTokens: 400,
+    nCtx,
+    used,
+    fixed: 50,
+    cost: () => 100,
+    estimate: (text) => Math.ceil(text.length / 4),
+  });
+
+Deno.test("a summary request begins with the last request and its reply when they fit the context beside the summary", () => {
+  const c = conversation(11, 0);
+  const made = plan(c, 6, 8192, 1200)!;
+  assert.equal(made.upTo, 6);
+  assert.deepEqual(made.messages.slice(0, -1), c.lastRequest);
+  assert.match(made.messages.at(-1)!.content!, /its last 5 exchanges/);
+});
+
+Deno.test("when they do not fit, it carries only the turns to summarise, as many as fit, so every request moves the summary on", () => {
+  const c = conversation(30, 0);
+  // The last request and reply took nearly all of the context.
+  const made = plan(c, 20, 2048, 2000)!;
+  assert.equal(made.messages[0]!.role, "system");
+  // 2048 less the summary (400), a margin, the fixed start and the
+  // instruction leaves room for a part of the twenty turns.
+  assert.ok(made.upTo > 0 && made.upTo < 20, `upTo ${made.upTo}`);
+  assert.equal(made.messages.length, 1 + 2 * made.upTo + 1);
+  assert.match(made.messages.at(-1)!.content!, /^Summarise this conversation:/);
+  // A window that moved past the summary without one: from its end.
+  const behind = conversation(30, 12);
+  behind.summary = { text: "Before.", turns: 4, tokens: 10, carrier: null };
+  const caught = plan(behind, 20, 8192, 3000)!;
+  assert.match(
+    caught.messages[1]!.content!,
+    /^Summary of the earlier conversation:\nBefore\.\n\n\[stamp\] q4$/,
+  );
+  assert.equal(caught.upTo, 20);
+  // Not one turn fits: no request.
+  assert.equal(plan(conversation(30, 12), 20, 600, null), null);
+});
