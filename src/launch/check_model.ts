@@ -117,7 +117,7 @@ function cacheLine(paths: Paths, config: Config, model: string): CheckLine {
     : "";
   if (shifts === null) {
     return line(
-      `not learnt yet for this model: the daemon learns it from the first request after the history window moves${compact}`,
+      `not learnt yet for this model: the daemon learns it from the first requests after the history window moves${compact}`,
     );
   }
   return line(

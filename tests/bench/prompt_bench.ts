@@ -270,7 +270,7 @@ async function side(compact: boolean, summaryHeld: boolean): Promise<Side> {
   });
   const daemon = await Daemon.start({
     llmUrl: llm.url,
-    config: `history_turns = 4\ncompact = ${compact}\nsummary_tokens = 4000\n`,
+    config: `history_turns = 4\ncompact = ${compact}\n`,
   });
   const client = await BenchClient.connect(daemon.paths.socketPath);
   await within(client.wait((e) => e.type === "hello"), "hello");

@@ -89,7 +89,7 @@ Deno.test("check against the fake llama-server: every line ok, exit 0, and no da
     "ok   tools: none loaded from no dirs",
     `ok   backend: up at ${llm.url}`,
     "ok   model: /srv/models/tiny.gguf (single model), context 4096 tokens, 1024 kept for the reply (reply_reserve)",
-    "ok   prompt cache: not learnt yet for this model: the daemon learns it from the first request after the history window moves; with compact on it moves in blocks, one summary a block",
+    "ok   prompt cache: not learnt yet for this model: the daemon learns it from the first requests after the history window moves; with compact on it moves in blocks, one summary a block",
     `ok   history: no database yet at ${home.dbPath}: the daemon creates it at its first start`,
   ]);
   assert.equal(await exists(home.dbPath), false);
