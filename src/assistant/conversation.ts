@@ -152,3 +152,24 @@ export function recordTokens(
     if (index !== -1) target.tokens[index] = tokens;
   }
 }
+
+/** Whether two conversations in memory are the same one (a saved one may be opened again as another object). */
+export function sameConversation(a: Conversation, b: Conversation): boolean {
+  return a === b || (a.id !== null && a.id === b.id);
+}
+
+/** Records in a conversation what its finished turn's last request was: where the next one picks up. */
+export function rememberRequest(
+  target: Conversation,
+  request: {
+    start: number;
+    request: ChatMessage[];
+    carrier: number | null;
+  },
+): void {
+  target.windowStart = request.start;
+  target.lastRequest = request.request;
+  if (target.summary && request.carrier !== null) {
+    target.summary.carrier = request.carrier;
+  }
+}

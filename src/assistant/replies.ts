@@ -6,17 +6,17 @@
  * one in flight reaches nobody: its events are dropped as they come, and it
  * saves nothing.
  */
-import { AssistantError, type ErrorCode } from "../base/errors.ts";
-import { describeSafely, log } from "../base/log.ts";
-import type { ChatMessage } from "../llm/chat_types.ts";
+import { log } from "../base/log.ts";
 import { refField } from "../protocol/protocol.ts";
 import type { Store } from "../store/store.ts";
 import {
   type Conversation,
-  recordTokens,
+  rememberRequest,
   rememberTurn,
+  sameConversation,
   saveTurn,
 } from "./conversation.ts";
+import { countTurn, errorName, turnError } from "./turn_end.ts";
 import type { CacheBook } from "./cache_book.ts";
 import type { IdleRunner } from "./idle_runner.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
@@ -227,7 +227,9 @@ export class Replies {
       rememberTurn(conversation, o.current(), id, stored, turn.replaces);
       this.#lastAsked = conversation;
       for (const target of new Set([conversation, o.current()])) {
-        if (sameConversation(target, conversation)) remember(target, result);
+        if (sameConversation(target, conversation)) {
+          rememberRequest(target, result);
+        }
       }
       row = id === null ? null : o.store.lastTurnId(id);
       log.info("reply done", {
@@ -262,7 +264,13 @@ export class Replies {
     // way, never a count the next reply's history uses.
     const model = turn.model;
     this.#track(
-      this.#count(result, conversation, stored.messages, row).finally(() => {
+      countTurn({
+        store: o.store,
+        result,
+        holders: [conversation, o.current()],
+        messages: stored.messages,
+        row,
+      }).finally(() => {
         if (titled) o.titles.request(titled.id, titled.source);
         if (o.config.compact && model) {
           o.summaries.consider(conversation, {
@@ -299,7 +307,7 @@ export class Replies {
       case "failed":
         o.publish({
           type: "error",
-          ...this.#describe(outcome.error),
+          ...turnError(outcome.error, o.shutdown.aborted),
           turn: true,
           ...ref,
         });
@@ -346,76 +354,10 @@ export class Replies {
     if (outcome.kind !== "finished") o.side.resume();
   }
 
-  /** The client's code and message for a failed turn, and a log line that cannot quote the turn. */
-  #describe(error: unknown): { code: ErrorCode; message: string } {
-    const shutdown = this.#o.shutdown.aborted;
-    const answer: { code: ErrorCode; message: string } =
-      error instanceof AssistantError
-        ? { code: error.code ?? "reply_failed", message: error.message }
-        : shutdown
-        ? { code: "shutting_down", message: "the daemon is shutting down" }
-        : { code: "reply_failed", message: "reply failed" };
-    // AssistantError messages are written for clients; what they quote
-    // from llama-server may repeat the turn, so the log leaves it out.
-    // Anything else is named by class only.
-    const reason = error instanceof AssistantError
-      ? describeSafely(error)
-      : errorName(error);
-    log.warn("reply failed", { code: answer.code, error: reason });
-    return answer;
-  }
-
-  /**
-   * Measures a saved turn's size after its `done` and records it: in the
-   * history file, and in the conversation in memory (where a later retry may
-   * have replaced the turn meanwhile: then nothing changes).
-   */
-  async #count(
-    result: TurnResult,
-    conversation: Conversation,
-    messages: ChatMessage[],
-    row: number | null,
-  ): Promise<void> {
-    let tokens: number | null;
-    try {
-      tokens = await result.count();
-    } catch (error) {
-      // The turn is saved; without its size the history estimates it.
-      log.debug("turn count failed", { error: errorName(error) });
-      return;
-    }
-    if (tokens === null) return;
-    recordTokens([conversation, this.#o.current()], messages, tokens);
-    if (row !== null && this.#o.store.setTurnTokens(row, tokens)) {
-      log.debug("turn counted", { turn: row, tokens });
-    }
-  }
-
   #track(work: Promise<void>): void {
     const tracked: Promise<void> = work.catch((error) => {
       log.error("reply run failed", { error: errorName(error) });
     }).finally(() => this.#runs.delete(tracked));
     this.#runs.add(tracked);
   }
-}
-
-/** Records in a conversation what its finished turn's last request was: where the next one picks up. */
-function remember(target: Conversation, result: TurnResult): void {
-  target.windowStart = result.start;
-  target.lastRequest = result.request;
-  if (target.summary && result.carrier !== null) {
-    target.summary.carrier = result.carrier;
-  }
-}
-
-/** Whether two conversations in memory are the same one (a saved one may be opened again as another object). */
-function sameConversation(a: Conversation, b: Conversation): boolean {
-  return a === b || (a.id !== null && a.id === b.id);
-}
-
-function errorName(error: unknown): string {
-  if (!(error instanceof Error)) return typeof error;
-  // Where it was thrown helps; the message might quote the turn.
-  const frame = error.stack?.split("\n")[1]?.trim();
-  return frame ? `${error.name} ${frame}` : error.name;
 }
