@@ -44,6 +44,40 @@ export function windowStart(
   return blockStart(count, cost, room, limit, previous);
 }
 
+/**
+ * Turns `from` to `to` of a history as a request replays them, the same
+ * bytes every time: `summary` rides ahead of the question of its turn.
+ */
+export function replayTurns(
+  history: readonly (readonly ChatMessage[])[],
+  from: number,
+  to: number,
+  summary: { turn: number; text: string } | null,
+): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (let i = from; i < to; i++) {
+    let first = true;
+    for (const message of history[i] ?? []) {
+      if (first && summary?.turn === i && message.role === "user") {
+        out.push({
+          ...message,
+          content: withSummary(message.content, summary.text),
+        });
+      } else {
+        // Turns saved before tool calls were made replayable may hold
+        // arguments llama-server cannot parse.
+        out.push(
+          message.role === "assistant" && message.tool_calls
+            ? { ...message, tool_calls: message.tool_calls.map(replayable) }
+            : message,
+        );
+      }
+      first = false;
+    }
+  }
+  return out;
+}
+
 /** What a running summary asks of the window. */
 export interface Cover {
   /** The first turns the summary covers (0: there is none). */
@@ -172,28 +206,12 @@ export class HistoryWindow {
   messages(
     summary: { turn: number; text: string } | null = null,
   ): ChatMessage[] {
-    const out: ChatMessage[] = [];
-    for (let i = this.#start; i < this.#o.history.length; i++) {
-      let first = true;
-      for (const message of this.#o.history[i]!) {
-        if (first && summary?.turn === i && message.role === "user") {
-          out.push({
-            ...message,
-            content: withSummary(message.content, summary.text),
-          });
-        } else {
-          // Turns saved before tool calls were made replayable may hold
-          // arguments llama-server cannot parse.
-          out.push(
-            message.role === "assistant" && message.tool_calls
-              ? { ...message, tool_calls: message.tool_calls.map(replayable) }
-              : message,
-          );
-        }
-        first = false;
-      }
-    }
-    return out;
+    return replayTurns(
+      this.#o.history,
+      this.#start,
+      this.#o.history.length,
+      summary,
+    );
   }
 
   /**

@@ -1,27 +1,32 @@
 /**
  * The side request that folds the turns leaving the window into the running
  * summary: its messages begin exactly as the conversation's last request did
- * (so llama-server reuses that request's cache and reads only the reply and
- * the instruction), and the model's answer becomes the summary only when it
- * is whole: no reasoning in it, nothing cut by the token limit.
+ * (so llama-server reuses that request's cache and reads little beyond the
+ * instruction), it always fits the context beside the summary to come, and
+ * the model's answer becomes the summary only when it is whole: no reasoning
+ * in it, nothing cut by the token limit.
  */
 import { chatBody } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import type { Conversation } from "./conversation.ts";
-import { SUMMARY_INTRO, withSummary } from "./prompt.ts";
+import { replayTurns } from "./history_window.ts";
+import { SUMMARY_INTRO } from "./prompt.ts";
 
 /** Roughly how many words a token limit leaves room for. */
 const WORDS_PER_TOKEN = 0.6;
 
 /**
  * The instruction that ends a summary request: of the conversation up to
- * its last `kept` exchanges, or (0) of all of it that is shown. Short: the
- * server reads it anew for every summary.
+ * its last `kept` exchanges, or (0) of all of it that is shown; folding in
+ * the summary the conversation began with, or the one given here (`summary`,
+ * when the request does not show it where it rode). Short: the server reads
+ * it anew for every summary.
  */
 export function summaryInstruction(
   kept: number,
   folding: boolean,
   maxTokens: number,
+  summary: string | null = null,
 ): string {
   const words = Math.max(20, Math.floor(maxTokens * WORDS_PER_TOKEN));
   const what = kept === 0
@@ -29,9 +34,14 @@ export function summaryInstruction(
     : `this conversation up to, but not including, ${
       kept === 1 ? "its last exchange" : `its last ${kept} exchanges`
     }`;
-  return `Summarise ${what}${
-    folding ? ", with the summary it began with" : ""
-  }: the facts, names, numbers, decisions and open questions a later answer may need, in its language, in at most ${words} words. Reply with the summary only.`;
+  const fold = summary !== null
+    ? ", with the summary of what came before it, below"
+    : folding
+    ? ", with the summary it began with"
+    : "";
+  const text =
+    `Summarise ${what}${fold}: the facts, names, numbers, decisions and open questions a later answer may need, in its language, in at most ${words} words. Reply with the summary only.`;
+  return summary === null ? text : `${text}\n\n${SUMMARY_INTRO}\n${summary}`;
 }
 
 /** Tokens kept free beside an estimate of a summary request's size: estimates err high, but not always by enough. */
@@ -93,9 +103,11 @@ export function planSummary(input: SummaryPlanInput): SummaryPlan | null {
       used + input.estimate(content) + maxTokens + SUMMARY_MARGIN <= nCtx;
     if (fits) return { messages: [...last, { role: "user", content }], upTo };
   }
-  const content = summaryInstruction(0, folding, maxTokens);
+  // The turns to fold in, replayed as the last request sent them (where its
+  // window began there, that request's start: the server has read it), the
+  // summary where it rode; one that rode later goes in the instruction.
   let room = (nCtx ?? Infinity) - maxTokens - SUMMARY_MARGIN - input.fixed -
-    input.estimate(content) -
+    input.estimate(summaryInstruction(0, false, maxTokens)) -
     (summary ? summary.tokens ?? input.estimate(summary.text) : 0);
   let end = covered;
   while (end < upTo && end - covered < (input.atMost ?? Infinity)) {
@@ -104,18 +116,23 @@ export function planSummary(input: SummaryPlanInput): SummaryPlan | null {
     end++;
   }
   if (end === covered) return null;
-  const turns = conversation.messages.slice(covered, end);
-  if (summary) {
-    const [first, ...rest] = turns[0] ?? [];
-    if (first?.role === "user") {
-      turns[0] = [
-        { ...first, content: withSummary(first.content, summary.text) },
-        ...rest,
-      ];
-    }
-  }
+  const carrier = summary?.carrier ?? null;
+  const rides = summary !== null && carrier !== null && carrier >= covered &&
+    carrier < end;
+  const turns = replayTurns(
+    conversation.messages,
+    covered,
+    end,
+    rides ? { turn: carrier, text: summary.text } : null,
+  );
+  const content = summaryInstruction(
+    0,
+    rides,
+    maxTokens,
+    summary !== null && !rides ? summary.text : null,
+  );
   return {
-    messages: [system, ...turns.flat(), { role: "user", content }],
+    messages: [system, ...turns, { role: "user", content }],
     upTo: end,
   };
 }

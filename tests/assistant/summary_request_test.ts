@@ -79,20 +79,40 @@ Deno.test("when they do not fit, it carries only the turns to summarise, as many
   // The last request and reply took nearly all of the context.
   const made = plan(c, 20, 2048, 2000)!;
   assert.equal(made.messages[0]!.role, "system");
+  // The turns it carries begin as the last request did.
+  assert.deepEqual(
+    made.messages.slice(0, -1),
+    c.lastRequest!.slice(0, made.messages.length - 1),
+  );
   // 2048 less the summary (400), a margin, the fixed start and the
   // instruction leaves room for a part of the twenty turns.
   assert.ok(made.upTo > 0 && made.upTo < 20, `upTo ${made.upTo}`);
   assert.equal(made.messages.length, 1 + 2 * made.upTo + 1);
   assert.match(made.messages.at(-1)!.content!, /^Summarise this conversation:/);
-  // A window that moved past the summary without one: from its end.
+  // A window that moved past the summary without one: from its end, the
+  // turns as they were sent (the summary in the question that carried it)...
   const behind = conversation(30, 12);
-  behind.summary = { text: "Before.", turns: 4, tokens: 10, carrier: null };
+  behind.summary = { text: "Before.", turns: 4, tokens: 10, carrier: 6 };
   const caught = plan(behind, 20, 8192, 3000)!;
-  assert.match(
-    caught.messages[1]!.content!,
-    /^Summary of the earlier conversation:\nBefore\.\n\n\[stamp\] q4$/,
-  );
   assert.equal(caught.upTo, 20);
+  assert.equal(caught.messages[1]!.content, "[stamp] q4");
+  assert.equal(
+    caught.messages[5]!.content,
+    "Summary of the earlier conversation:\nBefore.\n\n[stamp] q6",
+  );
+  assert.match(
+    caught.messages.at(-1)!.content!,
+    /with the summary it began with/,
+  );
+  // ...and one that rode in a later question goes in the instruction, so the
+  // turns keep the bytes the server has read.
+  behind.summary.carrier = 25;
+  const later = plan(behind, 20, 8192, 3000)!;
+  assert.ok(!JSON.stringify(later.messages.slice(0, -1)).includes("Before."));
+  assert.match(
+    later.messages.at(-1)!.content!,
+    /below: [\s\S]*\n\nSummary of the earlier conversation:\nBefore\.$/,
+  );
   // Not one turn fits: no request.
   assert.equal(plan(conversation(30, 12), 20, 600, null), null);
 });
