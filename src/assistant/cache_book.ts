@@ -75,9 +75,6 @@ export class CacheBook {
     // Kept turns shorter than the shortest run the server reuses are read
     // again by any server: they tell nothing.
     if (sample.kept < Math.max(MIN_KEPT_TOKENS, sample.reuse)) return null;
-    // Not even the fixed start was reused: the server's cache held something
-    // else (it restarted, or served another client), which says nothing.
-    if (sample.cacheN < sample.fixed / 2) return null;
     const shifts = sample.cacheN >= sample.fixed + sample.kept / 2;
     const before = this.shifts(model);
     if (before === shifts) {
