@@ -24,12 +24,17 @@ const SAFE_LINK = /^(https?:|mailto:)/i;
 /**
  * The part of markdown-it's API the page uses (its browser build ships no
  * types).
- * @typedef {{render(text: string): string,
+ * @typedef {{render(text: string, env?: RenderEnv): string,
  *   validateLink: (url: string) => boolean,
  *   utils: {escapeHtml(text: string): string},
  *   renderer: {rules: Record<string, Rule>},
  *   core: {ruler: {after(name: string, rule: string,
  *     run: (state: any) => void): void}}}} MarkdownParser
+ */
+/**
+ * What a render is told: `open` when the text ends inside a code fence that
+ * is still streaming.
+ * @typedef {{open?: boolean}} RenderEnv
  */
 /** @type {new (options: Record<string, boolean>) => MarkdownParser} */
 const Parser = /** @type {any} */ (MarkdownIt);
@@ -74,13 +79,20 @@ md.renderer.rules.image = image;
 /**
  * A fenced or indented code block: highlighted when its language is one
  * highlight.js knows (the page never guesses one: a guess is slow and often
- * wrong), with the language named and a copy button above it.
+ * wrong), with the language named and a copy button above it. A block still
+ * streaming (the render's text ends inside it) is drawn plain: highlighting
+ * it again at every draw would cost its whole length each time; it is
+ * highlighted once it closes.
  * @type {Rule}
  */
-const codeBlock = (tokens, index) => {
+const codeBlock = (tokens, index, _options, env) => {
   const token = /** @type {Token} */ (tokens[index]);
   const lang = (token.info ?? "").trim().split(/\s+/)[0] ?? "";
-  const known = lang !== "" && hljs.getLanguage(lang) !== undefined;
+  const open = /** @type {RenderEnv | undefined} */ (env)?.open === true &&
+    !tokens.slice(index + 1).some((later) =>
+      later.type === "fence" || later.type === "code_block"
+    );
+  const known = !open && lang !== "" && hljs.getLanguage(lang) !== undefined;
   const body = known
     ? hljs.highlight(token.content, { language: lang, ignoreIllegals: true })
       .value
@@ -153,7 +165,10 @@ export function warmUp() {
   );
 }
 
-/** The HTML of a reply's Markdown; safe to assign to innerHTML. */
-export function renderMarkdown(/** @type {string} */ text) {
-  return md.render(text);
+/** The HTML of a reply's Markdown; safe to assign to innerHTML. `open`: the text ends inside a code block still streaming. */
+export function renderMarkdown(
+  /** @type {string} */ text,
+  /** @type {RenderEnv} */ env = {},
+) {
+  return md.render(text, env);
 }

@@ -71,6 +71,9 @@ export class StreamingMarkdown {
       );
       this.#cut = cut;
     }
-    this.#tail.innerHTML = renderMarkdown(text.slice(this.#cut));
+    // A code block still open is drawn plain until it closes.
+    this.#tail.innerHTML = renderMarkdown(text.slice(this.#cut), {
+      open: this.#inFence,
+    });
   }
 }

@@ -176,7 +176,13 @@ export async function streamBenchmarks(
   await using llm = await FakeLlm.start({
     models: [{ id: "/srv/models/tiny.gguf", nCtx: 1 << 20 }],
   });
-  await using daemon = await Daemon.start({ llmUrl: llm.url });
+  // The reply path's own figures: no summary of the relay's 20,000-token
+  // turns is built while the next question is measured (the prompt group
+  // measures a question asked during a summary).
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "compact = false\n",
+  });
   const rows: Row[] = [];
 
   // Relay throughput: direct, 1 client, 16 clients, interleaved per run.

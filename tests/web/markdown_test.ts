@@ -39,3 +39,19 @@ Deno.test("task list items are disabled checkboxes, checked for [x]", () => {
   // Not at an item's start: left as text.
   assert.match(renderMarkdown("a [x] b\n"), /a \[x\] b/);
 });
+
+Deno.test("a code block still streaming is drawn plain, and highlighted once it closes", () => {
+  const open = renderMarkdown("Look:\n\n```ts\nconst x = 1;\n", { open: true });
+  assert.match(open, /<code class="hljs">const x = 1;/);
+  assert.doesNotMatch(open, /hljs-keyword/);
+  assert.match(open, /<span class="code-lang">ts<\/span>/);
+  const closed = renderMarkdown("Look:\n\n```ts\nconst x = 1;\n```\n", {
+    open: false,
+  });
+  assert.match(closed, /<span class="hljs-keyword">const<\/span>/);
+  // Only the last block can still be streaming: one before it is highlighted.
+  const two = renderMarkdown("```ts\nlet a;\n```\n\n```ts\nlet b\n", {
+    open: true,
+  });
+  assert.equal(two.match(/hljs-keyword/g)?.length, 1);
+});
