@@ -44,3 +44,23 @@ export function button(className, text, title) {
 
 /** Numbers as the page writes them: 12,345. */
 export const numbers = new Intl.NumberFormat("en-US");
+
+/**
+ * Makes `parent`'s children exactly `nodes`, moving only those out of
+ * place: a node taken out and put back is styled and laid out afresh,
+ * which for a long reply is a frame's work.
+ * @param {Element} parent
+ * @param {Node[]} nodes
+ */
+export function placeChildren(parent, nodes) {
+  let at = parent.firstChild;
+  for (const node of nodes) {
+    if (at === node) at = at.nextSibling;
+    else parent.insertBefore(node, at);
+  }
+  while (at) {
+    const next = at.nextSibling;
+    at.remove();
+    at = next;
+  }
+}

@@ -38,6 +38,19 @@ export class StreamingMarkdown {
 
   /** Draws `text`, which extends what was drawn before. */
   update(/** @type {string} */ text) {
+    this.#draw(text, false);
+  }
+
+  /**
+   * Draws the reply's final text, which extends what was drawn before, as
+   * a render of the whole would: a code block left open is highlighted.
+   */
+  finish(/** @type {string} */ text) {
+    this.#draw(text, true);
+  }
+
+  /** @param {string} text @param {boolean} final */
+  #draw(text, final) {
     if (text.length < this.#text.length) {
       // Not a continuation (never while streaming): draw it afresh.
       this.#stable.replaceChildren();
@@ -73,7 +86,7 @@ export class StreamingMarkdown {
     }
     // A code block still open is drawn plain until it closes.
     this.#tail.innerHTML = renderMarkdown(text.slice(this.#cut), {
-      open: this.#inFence,
+      open: this.#inFence && !final,
     });
   }
 }

@@ -141,21 +141,25 @@ function drawTools(list, tools) {
 const REFERENCE = /^ {0,3}\[[^\]]+\]:/m;
 
 /**
- * The reply that just finished streaming (the same question and reply, as
- * the last turn), kept as the finished turn's drawing: its blocks were
- * drawn as they completed, which is the whole reply drawn once more, except
- * when a reference definition may change how earlier blocks render.
+ * The reply that just finished streaming (the same question, and a reply
+ * that goes on from what was drawn, as the last turn), kept as the finished
+ * turn's drawing: its blocks were drawn as they completed, and only the
+ * last is drawn again with the final text. That is the whole reply drawn
+ * once more, except when a reference definition may change how earlier
+ * blocks render.
  * @param {TurnParts | null} live
  * @param {Turn} turn
  * @returns {TurnParts | null}
  */
 export function adopt(live, turn) {
   if (
-    !live || live.user !== turn.user || live.drawn !== turn.reply ||
-    REFERENCE.test(turn.reply)
+    !live?.stream || live.user !== turn.user ||
+    !turn.reply.startsWith(live.drawn ?? "") || REFERENCE.test(turn.reply)
   ) {
     return null;
   }
+  live.stream.finish(turn.reply);
+  live.drawn = turn.reply;
   live.article.classList.remove("live");
   live.stream = null;
   return live;

@@ -7,7 +7,7 @@
  * turn, a new question scrolls to itself, and the log stays at its bottom
  * while what is below it (an approval, a notice) takes room.
  */
-import { $, el } from "./dom.js";
+import { $, el, placeChildren } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { isStored } from "./model.js";
 import { drawList, emptyListText } from "./list_view.js";
@@ -178,7 +178,7 @@ export class CanvasView {
         nodes.push(this.#emptyNode(model));
       }
       if (summary) nodes.unshift(summary);
-      this.log.replaceChildren(...nodes);
+      placeChildren(this.log, nodes);
     });
     const newest = this.log.querySelector(".turn:last-of-type");
     if (opened && newest instanceof HTMLElement) this.#reveal(newest);

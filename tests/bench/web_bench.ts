@@ -166,8 +166,10 @@ export async function webBenchmarks(
   });
   const rows: Row[] = [];
 
-  // A first turn warms the daemon, the bridge and the page.
-  llm.enqueue(reply({ content: plainTokens(100) }));
+  // A first turn warms the daemon, the bridge and the page: a page's first
+  // Markdown draw also loads its fonts and compiles its renderer, once in
+  // its life (tests/bench/NOTES.md).
+  llm.enqueue(reply({ content: markdownTokens(100) }));
   await askInPage(page, "Warm up.", 100);
 
   progress(

@@ -135,6 +135,50 @@ pageTest(
 );
 
 pageTest(
+  "a reply whose last tokens come with its done keeps what was drawn, shows them, and highlights a code block left open",
+  async () => {
+    await using s = await stack({ id: 1, turns: [] });
+    const { page, daemon } = s;
+    await daemon.send(
+      { type: "user", text: "Show me." },
+      { type: "state", state: "thinking" },
+      { type: "token", delta: "First part.\n\nSecond part.\n\n" },
+      { type: "token", delta: "```python\ndef answer():\n" },
+    );
+    await shows(page, ".turn.live .reply", "def answer():");
+    await run(
+      page,
+      `document.querySelector(".turn.live .reply p").dataset.mark = "drawn"`,
+    );
+    await daemon.send(
+      { type: "token", delta: "    return 42\n" },
+      { type: "done", id: 9, stopped: false },
+      { type: "state", state: "idle" },
+    );
+    await shows(page, ".turn.last .reply", "return 42");
+    assert.equal(
+      await run<string | null>(
+        page,
+        `document.querySelector(".turn.last .reply p")?.dataset.mark ?? null`,
+      ),
+      "drawn",
+      "the blocks drawn while streaming are kept, not drawn again",
+    );
+    assert.deepEqual(
+      await run<string[]>(
+        page,
+        `[...document.querySelectorAll(".turn.last .hljs-keyword")].map((k) => k.textContent)`,
+      ),
+      ["def", "return"],
+    );
+    assert.equal(
+      await run<number>(page, `document.querySelectorAll(".turn").length`),
+      1,
+    );
+  },
+);
+
+pageTest(
   "a daemon that is not running says so, not that there are no conversations",
   async () => {
     const home = await Deno.makeTempDir({ prefix: "da-web-down-" });
