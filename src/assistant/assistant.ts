@@ -101,6 +101,7 @@ export class Assistant implements Disposable {
     this.#titles = new Titler({
       llm: options.llm,
       request: options.config.request,
+      cacheReuse: options.config.cache_reuse,
       save: (id, title) => options.store.rename(id, title),
       emit: (event) => this.#publish(event),
       runner: this.#side,

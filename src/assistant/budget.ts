@@ -257,10 +257,18 @@ export class ContextPlan {
       this.#correction += usage.prompt - this.estimate();
     }
     if (finish !== "length") return null;
-    const full = !usage || this.#nCtx === null || usage.used >= this.#nCtx;
-    return full || wantedReserve(this.#o.config).from === "reply_reserve"
-      ? "context"
-      : "max_tokens";
+    const limit = wantedReserve(this.#o.config);
+    // Without a token limit of the request's, only the context ends a reply so.
+    if (limit.from === "reply_reserve") return "context";
+    if (
+      usage?.prompt !== undefined && usage.used - usage.prompt >= limit.tokens
+    ) {
+      return "max_tokens";
+    }
+    // With one, the context only when it is seen to be full.
+    const full = usage !== null && this.#nCtx !== null &&
+      usage.used >= this.#nCtx;
+    return full ? "context" : "max_tokens";
   }
 
   /**

@@ -36,6 +36,8 @@ export interface TitlerOptions {
   llm: ModelSource;
   /** The config's [request] table, for the model's sampling settings. */
   request: Record<string, unknown>;
+  /** `n_cache_reuse` as every request sends it (`cache_reuse`). */
+  cacheReuse: number;
   /** Stores a title; false when the conversation is gone. */
   save(id: number, title: string): boolean;
   emit(event: Event): void;
@@ -139,6 +141,7 @@ export class Titler {
       tools: [],
       thinking: false,
       extra: this.#options.request,
+      cacheReuse: this.#options.cacheReuse,
     });
     // Whatever [request] says, a title is short.
     delete body.n_predict;

@@ -44,7 +44,7 @@ const COMMANDS: [string, string][] = [
     "start or stop listening, for every client: the voice client records meanwhile and asks what it heard once listening stops; starting it stops a reply in flight (the prompt says listening meanwhile)",
   ],
   ["/raw", "replies as sent, or their Markdown drawn again"],
-  ["/help", "this help; /quit leaves"],
+  ["/help", "this help, also /?; /quit leaves, also /exit"],
 ];
 
 const NOTES = [

@@ -6,6 +6,7 @@
 import { DatabaseSync } from "node:sqlite";
 import type { Config } from "../base/config.ts";
 import type { Paths } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
 import { replyReserve, wantedReserve } from "../assistant/budget.ts";
 import { probeBackend } from "../llm/backend_probe.ts";
 import { LlmClient } from "../llm/client.ts";
@@ -79,7 +80,8 @@ export async function* llmLines(
     yield {
       status: "fail",
       subject: "model",
-      message: message === "no model loaded"
+      message: error instanceof AssistantError &&
+          error.code === "no_model_loaded"
         ? `no model loaded at ${url}: load one in llama-server (the daemon never loads or swaps a model itself)`
         : `${message} (${url}/v1/models)`,
     };

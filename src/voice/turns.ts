@@ -3,7 +3,8 @@
  * event starts a turn (spoken when it is this client's own question, by
  * its ref, or when every reply is); its `token`s are spoken; `done` ends
  * it. A `stop` from any client (`done` with `stopped`), a newer question or
- * `listening {on: true}` silences speech at once.
+ * `listening {on: true}` silences speech at once; so does another
+ * conversation made current, when every reply of the current one is spoken.
  */
 import type { Event, Ref } from "../protocol/protocol.ts";
 import type { SpeakMode } from "./settings.ts";
@@ -29,6 +30,10 @@ export class TurnFollower {
   readonly #speech: SpeechControl;
   /** The turn in flight is being spoken. */
   #speaking = false;
+  /** The current conversation (null: unsaved), as `hello` and `conversation` say. */
+  #current: number | null = null;
+  /** The conversation the turn in flight began in. */
+  #turnIn: number | null = null;
 
   /** Creates a follower that drives `speech`. */
   constructor(speech: SpeechControl, options: TurnFollowerOptions) {
@@ -47,6 +52,7 @@ export class TurnFollower {
     switch (event.type) {
       case "user":
         // A newer question ends whatever was said before it.
+        this.#turnIn = this.#current;
         this.#speaking = this.#spoken(event.ref);
         if (this.#speaking) this.#speech.begin();
         else this.#speech.silence();
@@ -67,8 +73,20 @@ export class TurnFollower {
       case "listening":
         if (event.on) this.silence();
         break;
+      case "conversation":
+        this.#current = event.id;
+        // A reply goes on where it began; "all" speaks the current
+        // conversation's only. An unsaved one is never the same again.
+        if (
+          this.#speaking && this.#options.speak === "all" &&
+          (event.id === null || event.id !== this.#turnIn)
+        ) {
+          this.silence();
+        }
+        break;
       case "hello":
         // A new connection: a turn from before it will never end here.
+        this.#current = event.id;
         this.silence();
         break;
     }

@@ -9,6 +9,7 @@ import {
   connectOrExplain,
   DaemonClient,
 } from "../clients/client.ts";
+import { readCommandLine } from "../clients/cli_args.ts";
 import { type Env, readEnv, resolvePaths } from "../base/paths.ts";
 import { holds } from "../base/permissions.ts";
 import { AssistantError } from "../base/errors.ts";
@@ -143,8 +144,15 @@ export async function runVoice(
 ): Promise<number> {
   const say = options.say ?? stdoutLine;
   const warn = options.warn ?? stderrLine;
-  if (args.length > 0) {
-    warn(`Unknown argument ${args[0]}: ${USAGE}`);
+  try {
+    readCommandLine(args, {
+      options: {},
+      usage: USAGE,
+      positionals: false,
+      unknown: "argument",
+    });
+  } catch (error) {
+    warn((error as TypeError).message);
     return EXIT.usage;
   }
   const env = options.env ?? readEnv;

@@ -5,6 +5,7 @@
  * with its token, and runs until SIGINT or SIGTERM.
  */
 import { CLIENT_ENV_VARS, clientSocketPath } from "../clients/client.ts";
+import { readCommandLine } from "../clients/cli_args.ts";
 import { DEFAULT_WEB_PORT } from "../base/config.ts";
 import type { Env } from "../base/paths.ts";
 import { holds, type Kind } from "../base/permissions.ts";
@@ -63,23 +64,21 @@ export function missingWebGrants(input: WebGrantInput): string[] {
 
 /** Parses `web`'s arguments: `{ port }`; TypeError naming a bad one. */
 export function parseWebArgs(args: string[]): { port: number } {
-  let port = DEFAULT_WEB_PORT;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--port") {
-      const text = args[++i] ?? "";
-      const value = Number(text);
-      if (!/^\d+$/.test(text) || value > 65535) {
-        throw new TypeError(
-          `--port takes a port number from 0 to 65535, not ${
-            JSON.stringify(text)
-          }: ${USAGE}`,
-        );
-      }
-      port = value;
-    } else {
-      throw new TypeError(`Unknown argument ${arg}: ${USAGE}`);
-    }
+  const { values } = readCommandLine(args, {
+    options: { port: { type: "string" } },
+    usage: USAGE,
+    positionals: false,
+    needs: { port: "a port number from 0 to 65535" },
+    unknown: "argument",
+  });
+  if (values.port === undefined) return { port: DEFAULT_WEB_PORT };
+  const port = Number(values.port);
+  if (!/^\d+$/.test(values.port) || port > 65535) {
+    throw new TypeError(
+      `--port takes a port number from 0 to 65535, not ${
+        JSON.stringify(values.port)
+      }: ${USAGE}`,
+    );
   }
   return { port };
 }

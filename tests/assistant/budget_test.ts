@@ -308,6 +308,21 @@ Deno.test("a reply ended by length is cut by the context when it filled it, else
   );
   // Without a token limit only the context can end a reply so.
   assert.equal(plan().reported("length", { used: 900 }), "context");
+  assert.equal(plan().reported("length", null), "context");
+  // With one, a context not seen to be full did not end it.
+  assert.equal(
+    plan({ config: limited }).reported("length", null),
+    "max_tokens",
+  );
+  assert.equal(
+    plan({ config: limited, nCtx: null }).reported("length", { used: 4096 }),
+    "max_tokens",
+  );
+  // The limit reached is what ended it, even as the context fills.
+  assert.equal(
+    plan({ config: limited }).reported("length", { used: 4096, prompt: 3996 }),
+    "max_tokens",
+  );
 });
 
 Deno.test("n_predict and max_completion_tokens limit a reply as max_tokens does: its reserve, and what cut it", () => {

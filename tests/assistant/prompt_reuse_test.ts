@@ -55,10 +55,18 @@ Deno.test("every chat request carries n_cache_reuse: 256 by default, the configu
     ] as const
   ) {
     await using llm = await FakeLlm.start();
-    await using daemon = await LocalDaemon.start({ llmUrl: llm.url, config });
+    await using daemon = await LocalDaemon.start({
+      llmUrl: llm.url,
+      config: `auto_title = true\n${config}`,
+    });
     await using client = await daemon.connect();
     await client.next("hello");
     await converse(client, 2);
+    // The title request too.
+    if (!client.received.some((event) => event.type === "renamed")) {
+      await client.until((event) => event.type === "renamed");
+    }
+    assert.equal(llm.chats.length, 3);
     for (const chat of llm.chats) {
       assert.equal((chat.body as Body).n_cache_reuse, expected, config);
     }

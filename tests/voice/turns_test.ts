@@ -54,6 +54,29 @@ Deno.test("speak = all: every turn is spoken", () => {
   ]);
 });
 
+Deno.test("speak = all: another conversation made current silences the reply, which goes on there; reopening its own does not", () => {
+  const conversation = (id: number | null): Event => ({
+    type: "conversation",
+    id,
+    turns: [],
+    summary: null,
+  });
+  const all = follower("all");
+  all.feed(conversation(3), user(), token("one"), conversation(3));
+  all.feed(token("two"), conversation(4), token("three"), done());
+  assert.deepEqual(all.moves, ["begin", "text one", "text two", "silence"]);
+  // A reply in an unsaved conversation, then a new one.
+  const fresh = follower("all");
+  fresh.feed(conversation(null), user(), token("a"), conversation(null));
+  fresh.feed(token("b"), done());
+  assert.deepEqual(fresh.moves, ["begin", "text a", "silence"]);
+  // The client's own question is spoken wherever it was asked.
+  const own = follower("own");
+  own.feed(conversation(3), user("mine-1"), token("x"), conversation(4));
+  own.feed(token("y"), done());
+  assert.deepEqual(own.moves, ["begin", "text x", "text y", "end"]);
+});
+
 Deno.test("reasoning and tool events are never spoken", () => {
   const { moves, feed } = follower("all");
   feed(

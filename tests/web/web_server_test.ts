@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { newToken } from "../../src/web/access.ts";
 import { webCommandWords } from "../../src/launch/web_flags.ts";
 import { WEB_DIR } from "../../src/web/static_files.ts";
-import { webFlags } from "../../src/web/web.ts";
+import { parseWebArgs, webFlags } from "../../src/web/web.ts";
 import {
   clientEnv,
   ClientProcess,
@@ -370,4 +370,23 @@ Deno.test("deno task web runs the canvas with exactly its flags and nothing else
   } finally {
     await Deno.remove(home, { recursive: true }).catch(() => {});
   }
+});
+
+Deno.test("web's command line: --port N or --port=N, and a bad port or a stray word is named with the usage", () => {
+  assert.deepEqual(parseWebArgs([]), { port: 8765 });
+  assert.deepEqual(parseWebArgs(["--port", "9200"]), { port: 9200 });
+  assert.deepEqual(parseWebArgs(["--port=0"]), { port: 0 });
+  const usage = "usage: main.ts web [--port N]";
+  assert.throws(() => parseWebArgs(["--port"]), {
+    message: `--port needs a port number from 0 to 65535: ${usage}`,
+  });
+  for (const bad of ["x", "70000", "1.5"]) {
+    assert.throws(() => parseWebArgs(["--port", bad]), {
+      message:
+        `--port takes a port number from 0 to 65535, not "${bad}": ${usage}`,
+    });
+  }
+  assert.throws(() => parseWebArgs(["stray"]), {
+    message: `Unknown argument stray: ${usage}`,
+  });
 });
