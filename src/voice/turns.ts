@@ -34,6 +34,8 @@ export class TurnFollower {
   #current: number | null = null;
   /** The conversation the turn in flight began in. */
   #turnIn: number | null = null;
+  /** Another conversation was made current since the turn began. */
+  #moved = false;
 
   /** Creates a follower that drives `speech`. */
   constructor(speech: SpeechControl, options: TurnFollowerOptions) {
@@ -53,6 +55,7 @@ export class TurnFollower {
       case "user":
         // A newer question ends whatever was said before it.
         this.#turnIn = this.#current;
+        this.#moved = false;
         this.#speaking = this.#spoken(event.ref);
         if (this.#speaking) this.#speech.begin();
         else this.#speech.silence();
@@ -61,6 +64,8 @@ export class TurnFollower {
         if (this.#speaking) this.#speech.text(event.delta);
         break;
       case "done":
+        // A reply saved in the unsaved current conversation gave it its id.
+        if (this.#current === null && !this.#moved) this.#current = event.id;
         if (event.stopped) this.#speech.silence();
         else if (this.#speaking) this.#speech.end();
         this.#speaking = false;
@@ -75,6 +80,7 @@ export class TurnFollower {
         break;
       case "conversation":
         this.#current = event.id;
+        this.#moved = true;
         // A reply goes on where it began; "all" speaks the current
         // conversation's only. An unsaved one is never the same again.
         if (
@@ -87,6 +93,8 @@ export class TurnFollower {
       case "hello":
         // A new connection: a turn from before it will never end here.
         this.#current = event.id;
+        // A reply from before it may belong anywhere.
+        this.#moved = true;
         this.silence();
         break;
     }

@@ -70,6 +70,19 @@ Deno.test("speak = all: another conversation made current silences the reply, wh
   fresh.feed(conversation(null), user(), token("a"), conversation(null));
   fresh.feed(token("b"), done());
   assert.deepEqual(fresh.moves, ["begin", "text a", "silence"]);
+  // The first reply saves the new conversation; reopening it later is the same one.
+  const saved = follower("all");
+  saved.feed(conversation(null), user(), token("a"), done());
+  saved.feed(user(), token("b"), conversation(1), token("c"), done());
+  assert.deepEqual(saved.moves, [
+    "begin",
+    "text a",
+    "end",
+    "begin",
+    "text b",
+    "text c",
+    "end",
+  ]);
   // The client's own question is spoken wherever it was asked.
   const own = follower("own");
   own.feed(conversation(3), user("mine-1"), token("x"), conversation(4));
