@@ -1,7 +1,7 @@
 // @ts-check
 /// <reference lib="dom" />
 /** The sidebar: the conversations, or the search results while searching. */
-import { $, el } from "./dom.js";
+import { $, el, placeChildren } from "./dom.js";
 import { NO_DAEMON } from "./model.js";
 
 /** @typedef {import("./model.js").CanvasModel} CanvasModel */
@@ -54,6 +54,51 @@ export function snippet(hit) {
   return span;
 }
 
+/**
+ * The entries drawn last, by conversation id. An entry is kept and changed
+ * in place, never replaced: a click pressed on an entry that is swapped
+ * before the button comes up would be lost, and the list redraws whenever
+ * a reply ends or a title arrives.
+ * @type {Map<number, {li: HTMLLIElement, button: HTMLButtonElement, drawn: string}>}
+ */
+const entries = new Map();
+
+/**
+ * The entry for one conversation or result, changed only where it differs.
+ * @param {{id: number, title: string, updated?: number} | Hit} item
+ * @param {boolean} current
+ */
+function entryFor(item, current) {
+  const shown = "snippet" in item
+    ? [item.snippet, item.text ?? null, item.marks ?? null]
+    : item.updated ?? null;
+  const drawn = JSON.stringify([item.title, current, shown]);
+  let entry = entries.get(item.id);
+  if (entry === undefined) {
+    const button = el("button", "conv");
+    button.type = "button";
+    button.dataset.id = String(item.id);
+    entry = { li: el("li"), button, drawn: "" };
+    entry.li.append(button);
+    entries.set(item.id, entry);
+  }
+  if (entry.drawn === drawn) return entry.li;
+  entry.drawn = drawn;
+  const { button } = entry;
+  if (current) button.setAttribute("aria-current", "true");
+  else button.removeAttribute("aria-current");
+  const parts = [el("span", "conv-title", item.title || "(untitled)")];
+  if ("snippet" in item) {
+    parts.push(snippet(item));
+  } else if (typeof item.updated === "number") {
+    parts.push(
+      el("span", "conv-date", dates.format(new Date(item.updated * 1000))),
+    );
+  }
+  button.replaceChildren(...parts);
+  return entry.li;
+}
+
 /** Draws the sidebar's list from the model. */
 export function drawList(/** @type {CanvasModel} */ model) {
   const list = $("list");
@@ -61,39 +106,22 @@ export function drawList(/** @type {CanvasModel} */ model) {
   $("list-label").textContent = searching ? "Results" : "Conversations";
   /** @type {({id: number, title: string, updated?: number} | Hit)[]} */
   const items = model.results ?? model.conversations;
-  const nodes = items.map((item) => {
-    const li = el("li");
-    const entry = el("button", "conv");
-    entry.type = "button";
-    entry.dataset.id = String(item.id);
-    if (item.id === model.current.id) {
-      entry.setAttribute("aria-current", "true");
-    }
-    entry.append(el("span", "conv-title", item.title || "(untitled)"));
-    if ("snippet" in item) {
-      entry.append(snippet(item));
-    } else if (typeof item.updated === "number") {
-      entry.append(
-        el("span", "conv-date", dates.format(new Date(item.updated * 1000))),
-      );
-    }
-    li.append(entry);
-    return li;
-  });
+  /** @type {HTMLLIElement[]} */
+  let nodes = items.map((item) => entryFor(item, item.id === model.current.id));
+  const listed = new Set(items.map((item) => item.id));
+  for (const id of entries.keys()) {
+    if (!listed.has(id)) entries.delete(id);
+  }
   if (nodes.length === 0 || !model.greeted) {
     const empty = el("li", "none", emptyListText(model));
     if (!model.greeted) empty.classList.add("down");
-    nodes.splice(0, nodes.length, empty);
+    nodes = [empty];
   }
-  // Redrawn under the reader's keyboard: the same entry keeps the focus.
+  // An entry moved to its new place loses the focus: it goes back to it.
   const active = document.activeElement;
   const focused = active instanceof HTMLElement && list.contains(active)
-    ? active.dataset.id
+    ? active
     : undefined;
-  list.replaceChildren(...nodes);
-  if (focused !== undefined) {
-    /** @type {HTMLElement | null} */ (list.querySelector(
-      `button.conv[data-id="${CSS.escape(focused)}"]`,
-    ))?.focus();
-  }
+  placeChildren(list, nodes);
+  if (focused !== undefined && focused.isConnected) focused.focus();
 }

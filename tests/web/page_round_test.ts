@@ -210,6 +210,33 @@ pageTest(
 );
 
 pageTest(
+  "a click on a conversation counts when the list redraws between pressing and letting go",
+  async () => {
+    await using s = await stack({});
+    const { page, daemon } = s;
+    await daemon.send({
+      type: "conversations",
+      items: [
+        { id: 4, title: "Newest", updated: 1_790_000_300 },
+        { id: 3, title: "Sorting", updated: 1_790_000_200 },
+      ],
+    });
+    await shows(page, "#list", "Sorting");
+    const box = await (await page.$('#list button.conv[data-id="3"]'))!
+      .boundingBox();
+    assert.ok(box !== null);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    // A title arrives for the other conversation while the button is down.
+    await daemon.send({ type: "renamed", id: 4, title: "Newest, titled" });
+    await shows(page, "#list", "Newest, titled");
+    await page.mouse.up();
+    const open = await daemon.command("open");
+    assert.equal(open.id, 3);
+  },
+);
+
+pageTest(
   "search results are marked from marks, so a reply's own bold is not a match",
   async () => {
     await using s = await stack({});
