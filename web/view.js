@@ -18,6 +18,7 @@ import { adopt, fillTurn, turnActions, turnParts } from "./turn_view.js";
 /** @typedef {import("./model.js").Part} Part */
 /** @typedef {import("./model_parts.js").Turn} Turn */
 /** @typedef {import("./model_parts.js").Summary} Summary */
+/** @typedef {import("./model_parts.js").Confirm} Confirm */
 /** @typedef {import("./turn_view.js").TurnParts} TurnParts */
 
 /** How near the bottom (px) still counts as reading the newest. */
@@ -50,6 +51,8 @@ export class CanvasView {
   #summary = null;
   /** Whether the reader is at the newest part of the log. */
   #pinned = true;
+  /** @type {Map<string, HTMLElement>} Each waiting call's row, kept while it waits: a row drawn again under a press would lose the click. */
+  #confirmRows = new Map();
 
   constructor() {
     this.log = $("log");
@@ -239,33 +242,24 @@ export class CanvasView {
 
   /** Tool calls waiting for the user's approval. */
   drawConfirms(/** @type {CanvasModel} */ model) {
+    /** @type {Map<string, HTMLElement>} */
+    const rows = new Map();
+    for (const item of model.confirms.values()) {
+      rows.set(item.call, this.#confirmRows.get(item.call) ?? confirmRow(item));
+    }
+    this.#confirmRows = rows;
+    // Alt+A and Alt+D answer the oldest call alone.
+    [...rows.values()].forEach((row, at) => {
+      const keys = at === 0 ? ["Alt+A", "Alt+D"] : [];
+      row.querySelectorAll("button").forEach((button, i) => {
+        button.title = keys[i] ?? "";
+      });
+    });
     const box = $("confirms");
-    box.replaceChildren(
-      ...[...model.confirms.values()].map((item) => {
-        const row = el("div", "confirm");
-        row.dataset.call = String(item.call);
-        const args = typeof item.args === "string"
-          ? item.args
-          : JSON.stringify(item.args ?? {});
-        const text = el("span", "confirm-text");
-        text.append(
-          "Run ",
-          el("b", "", String(item.tool ?? "a tool")),
-          " with ",
-          el("code", "", args.length > 400 ? `${args.slice(0, 400)}…` : args),
-          "?",
-        );
-        const allow = el("button", "allow", "Allow");
-        allow.type = "button";
-        allow.title = "Alt+A";
-        const deny = el("button", "deny", "Deny");
-        deny.type = "button";
-        deny.title = "Alt+D";
-        row.append(text, allow, deny);
-        return row;
-      }),
-    );
-    box.hidden = model.confirms.size === 0;
+    // The box grows upwards from the composer: the oldest call stays lowest,
+    // so a new prompt never slides another one's Allow under the pointer.
+    placeChildren(box, [...rows.values()].reverse());
+    box.hidden = rows.size === 0;
   }
 
   /** Shows a message for a few seconds (errors stay until dismissed). */
@@ -283,4 +277,30 @@ export class CanvasView {
     while (box.children.length > 4) box.firstElementChild?.remove();
     if (kind !== "error") setTimeout(() => item.remove(), 8000);
   }
+}
+
+/**
+ * One waiting call: what it runs, Allow and Deny.
+ * @param {Confirm} item
+ */
+function confirmRow(item) {
+  const row = el("div", "confirm");
+  row.dataset.call = String(item.call);
+  const args = typeof item.args === "string"
+    ? item.args
+    : JSON.stringify(item.args ?? {});
+  const text = el("span", "confirm-text");
+  text.append(
+    "Run ",
+    el("b", "", String(item.tool ?? "a tool")),
+    " with ",
+    el("code", "", args.length > 400 ? `${args.slice(0, 400)}…` : args),
+    "?",
+  );
+  const allow = el("button", "allow", "Allow");
+  allow.type = "button";
+  const deny = el("button", "deny", "Deny");
+  deny.type = "button";
+  row.append(text, allow, deny);
+  return row;
 }

@@ -3,8 +3,8 @@
  * scripted daemon sending the events docs/protocol.md defines: code blocks
  * (highlighted, labelled, copied), the model's short name, each
  * conversation's own meter, a daemon that is down, "answering…", search
- * marks, the newest turn in view, a turn's timings, the summary and the
- * microphone.
+ * marks, the newest turn in view, a turn's timings, the summary, the
+ * microphone, and clicks that count when the page redraws under them.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -233,6 +233,55 @@ pageTest(
     await page.mouse.up();
     const open = await daemon.command("open");
     assert.equal(open.id, 3);
+  },
+);
+
+pageTest(
+  "Allow pressed on one call counts when a second call's prompt arrives before it is let go",
+  async () => {
+    await using s = await stack({});
+    const { page, daemon } = s;
+    await daemon.send(
+      { type: "user", text: "Weather in Paris and Rome?" },
+      { type: "state", state: "confirm" },
+      {
+        type: "confirm",
+        call: "c1",
+        tool: "weather",
+        args: { place: "Paris" },
+      },
+    );
+    await shows(page, "#confirms", "Paris");
+    const box = await (await page.$('#confirms [data-call="c1"] .allow'))!
+      .boundingBox();
+    assert.ok(box !== null);
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await daemon.send({
+      type: "confirm",
+      call: "c2",
+      tool: "weather",
+      args: { place: "Rome" },
+    });
+    await shows(page, "#confirms", "Rome");
+    // The prompt pressed on has not moved: the new one went above it.
+    assert.deepEqual(
+      await (await page.$('#confirms [data-call="c1"] .allow'))!.boundingBox(),
+      box,
+    );
+    await page.mouse.up();
+    const approve = await daemon.command("approve");
+    assert.equal(approve.call, "c1");
+    assert.equal(approve.allow, true);
+    // Alt+A answers the oldest call, and only its Allow says so.
+    assert.deepEqual(
+      await page.$$eval(
+        "#confirms .allow",
+        (nodes) =>
+          nodes.map((node) => (node as unknown as { title: string }).title),
+      ),
+      ["", "Alt+A"],
+    );
   },
 );
 
