@@ -8,12 +8,27 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { Page } from "puppeteer-core";
+import type { BoundingBox, Page } from "puppeteer-core";
 import { TestBrowser } from "../support/browser.ts";
 import { PAGE_POLL, WebProcess } from "../support/web_harness.ts";
 import { MODEL_PATH, RICH_REPLY } from "./conversation_fixture.ts";
 import { overflows } from "./measure.ts";
 import { hidden, pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
+
+/** Where the element is on the page; fails when it is absent or not drawn. */
+async function boxOf(page: Page, selector: string): Promise<BoundingBox> {
+  const box = await (await page.$(selector))?.boundingBox();
+  assert.ok(box, `${selector} is on the page`);
+  return box;
+}
+
+/** Presses the mouse button on the element's middle and holds it; returns where the element was. */
+async function pressOn(page: Page, selector: string): Promise<BoundingBox> {
+  const box = await boxOf(page, selector);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  return box;
+}
 
 /** Runs a script in the page and returns its value as `T`. */
 async function run<T>(page: Page, script: string): Promise<T> {
@@ -222,11 +237,7 @@ pageTest(
       ],
     });
     await shows(page, "#list", "Sorting");
-    const box = await (await page.$('#list button.conv[data-id="3"]'))!
-      .boundingBox();
-    assert.ok(box !== null);
-    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-    await page.mouse.down();
+    await pressOn(page, '#list button.conv[data-id="3"]');
     // A title arrives for the other conversation while the button is down.
     await daemon.send({ type: "renamed", id: 4, title: "Newest, titled" });
     await shows(page, "#list", "Newest, titled");
@@ -252,11 +263,8 @@ pageTest(
       },
     );
     await shows(page, "#confirms", "Paris");
-    const box = await (await page.$('#confirms [data-call="c1"] .allow'))!
-      .boundingBox();
-    assert.ok(box !== null);
-    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-    await page.mouse.down();
+    const allow = '#confirms [data-call="c1"] .allow';
+    const box = await pressOn(page, allow);
     await daemon.send({
       type: "confirm",
       call: "c2",
@@ -265,10 +273,7 @@ pageTest(
     });
     await shows(page, "#confirms", "Rome");
     // The prompt pressed on has not moved: the new one went above it.
-    assert.deepEqual(
-      await (await page.$('#confirms [data-call="c1"] .allow'))!.boundingBox(),
-      box,
-    );
+    assert.deepEqual(await boxOf(page, allow), box);
     await page.mouse.up();
     const approve = await daemon.command("approve");
     assert.equal(approve.call, "c1");
