@@ -14,6 +14,7 @@ import {
 } from "../protocol/protocol.ts";
 import type { SearchHit, Store } from "../store/store.ts";
 import type { Conversation } from "./conversation.ts";
+import type { Conversations } from "./conversations.ts";
 import { exportText } from "./export.ts";
 import type { Titler } from "./title.ts";
 
@@ -25,6 +26,8 @@ export interface Searcher {
 /** What the archive needs. */
 export interface ArchiveOptions {
   store: Store;
+  /** The conversations in memory, one object per id. */
+  conversations: Conversations;
   searcher: Searcher | undefined;
   /** A title the model is still writing gives way to a rename or a delete. */
   titles: Pick<Titler, "cancel">;
@@ -45,25 +48,9 @@ export class Archive {
     return { type: "conversations", items: this.#o.store.list(limit) };
   }
 
-  /** A saved conversation to make current. */
+  /** A saved conversation to make current: the one in memory, if any. */
   open(id: number): Conversation {
-    const opened = this.#o.store.open(id);
-    if (!opened) {
-      throw new AssistantError("no such conversation", {
-        code: "no_such_conversation",
-      });
-    }
-    return {
-      id: opened.id,
-      turns: opened.turns,
-      messages: opened.messages,
-      tokens: opened.tokens,
-      private: false,
-      windowStart: null,
-      summary: opened.summary && { ...opened.summary, carrier: null },
-      summaryFailedAt: null,
-      lastRequest: null,
-    };
+    return this.#o.conversations.open(id);
   }
 
   /** The search's hits, as `results`. */
@@ -97,13 +84,10 @@ export class Archive {
     this.#o.emit({ type: "renamed", id, title, ...refField(ref) });
   }
 
-  /** Deletes a conversation with its title request, if one is waiting. */
-  delete(id: number): void {
-    if (!this.#o.store.delete(id)) {
-      throw new AssistantError("no such conversation", {
-        code: "no_such_conversation",
-      });
-    }
+  /** Deletes a conversation with its title request, if one is waiting; returns its object in memory, discarded, if there was one. */
+  delete(id: number): Conversation | null {
+    const gone = this.#o.conversations.delete(id);
     this.#o.titles.cancel(id);
+    return gone;
   }
 }

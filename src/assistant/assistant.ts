@@ -18,11 +18,8 @@ import type { runTool } from "../tools/runner.ts";
 import type { ToolDef } from "../tools/load.ts";
 import type { McpHub } from "../tools/mcp.ts";
 import { Archive, type Searcher } from "./archive.ts";
-import {
-  type Conversation,
-  emptyConversation,
-  summaryView,
-} from "./conversation.ts";
+import type { Conversation } from "./conversation.ts";
+import { Conversations } from "./conversations.ts";
 import { Replies } from "./replies.ts";
 import {
   foldStatus,
@@ -70,7 +67,8 @@ const startedAt = performance.now();
 /** The daemon's state and its commands; implements the server's `Brain`. */
 export class Assistant implements Disposable {
   #options: AssistantOptions;
-  #current: Conversation = emptyConversation();
+  #conversations: Conversations;
+  #current: Conversation;
   #status: StatusView = INITIAL_STATUS;
   #shutdown = new AbortController();
   #calls: ToolCalls;
@@ -87,6 +85,13 @@ export class Assistant implements Disposable {
   constructor(options: AssistantOptions) {
     this.#options = options;
     const ledger = new TokenLedger();
+    this.#conversations = new Conversations({
+      store: options.store,
+      ledger,
+      book: new CacheBook(options.store),
+      config: options.config,
+    });
+    this.#current = this.#conversations.create();
     this.#calls = new ToolCalls({
       tools: options.tools,
       mcp: options.mcp ?? null,
@@ -97,7 +102,11 @@ export class Assistant implements Disposable {
       toolKillHelper: options.toolKillHelper ?? null,
       ...(options.runTool ? { runTool: options.runTool } : {}),
     });
-    this.#side = new IdleRunner({ busy: () => this.#replies.turn !== null });
+    this.#side = new IdleRunner({
+      busy: () => this.#replies.turn !== null,
+      // Another request reaches the server: its cache is no longer the last turn's.
+      started: () => this.#replies.cold(),
+    });
     this.#titles = new Titler({
       llm: options.llm,
       request: options.config.request,
@@ -108,26 +117,22 @@ export class Assistant implements Disposable {
     });
     this.#summaries = new Summarizer({
       llm: options.llm,
-      store: options.store,
       ledger,
       config: options.config,
       publish: (event) => this.#publish(event),
       runner: this.#side,
-      current: () => this.#current,
     });
     this.#archive = new Archive({
       store: options.store,
+      conversations: this.#conversations,
       searcher: options.searcher,
       titles: this.#titles,
       emit: (event) => this.#publish(event),
     });
     this.#replies = new Replies({
-      store: options.store,
       llm: options.llm,
       config: options.config,
       tools: this.#calls,
-      ledger,
-      book: new CacheBook(options.store),
       side: this.#side,
       titles: this.#titles,
       summaries: this.#summaries,
@@ -176,7 +181,10 @@ export class Assistant implements Disposable {
         this.#replies.stop();
         return null;
       case "new":
-        this.#setCurrent(emptyConversation(command.private === true), ref);
+        this.#setCurrent(
+          this.#conversations.create(command.private === true),
+          ref,
+        );
         return null;
       case "list":
         return this.#archive.list(command.limit);
@@ -257,35 +265,38 @@ export class Assistant implements Disposable {
 
   #setCurrent(conversation: Conversation, ref?: Ref): void {
     const previous = this.#current;
-    // A private conversation is gone once another one is current, and so is
-    // its reply, as a deleted conversation's is.
-    if (previous.private && this.#replies.turn?.conversation === previous) {
-      this.#replies.stop();
+    // A private conversation is gone once another one is current, and so are
+    // its reply and its summary, as a deleted conversation's are.
+    if (previous !== conversation && previous.private) {
+      if (this.#replies.turn?.conversation === previous) this.#replies.stop();
+      previous.discard();
+      this.#summaries.cancel(previous);
     }
     this.#current = conversation;
-    this.#replies.switched(previous, conversation);
     this.#publish({
       type: "conversation",
       id: conversation.id,
       turns: conversation.turns,
       ...(conversation.private ? { private: true as const } : {}),
-      summary: summaryView(conversation),
+      summary: conversation.summary,
       ...refField(ref),
     });
   }
 
   #delete(id: number): Event {
     if (this.#replies.turn?.conversation.id === id) this.#replies.stop();
-    this.#archive.delete(id);
-    this.#summaries.cancel(id);
-    if (this.#current.id === id) this.#setCurrent(emptyConversation());
+    const gone = this.#archive.delete(id);
+    if (gone) this.#summaries.cancel(gone);
+    if (this.#current.id === id) {
+      this.#setCurrent(this.#conversations.create());
+    }
     return this.#archive.list();
   }
 
   /** `retry` (text null: the last question again) and `edit`. */
   #retry(text: string | null, ref: Ref | undefined): void {
     const last = this.#current.turns.at(-1);
-    if (!last) {
+    if (last === undefined) {
       throw new AssistantError("nothing to retry", {
         code: "nothing_to_retry",
       });

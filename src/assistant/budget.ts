@@ -7,50 +7,15 @@
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
 import type { Config } from "../base/config.ts";
-import type { Truncation } from "../protocol/protocol.ts";
-import { AssistantError } from "../base/errors.ts";
-import { contextOverflow } from "../llm/http_error.ts";
+import type { Timings, Truncation } from "../protocol/protocol.ts";
 import { log } from "../base/log.ts";
 import { type Cover, HistoryWindow } from "./history_window.ts";
 import { withSummary } from "./prompt.ts";
 import { cuttable } from "./result_cut.ts";
 import { type Tokenize, type TokenLedger, utf8Bytes } from "./token_ledger.ts";
 import { TurnRounds } from "./turn_rounds.ts";
-
-/** Times a request refused for its length is sent again. */
-export const MAX_RESENDS = 2;
-
-/** The `[request]` keys that limit a reply's tokens, in the order llama-server reads them (the first one set counts). */
-export const TOKEN_LIMIT_KEYS = [
-  "n_predict",
-  "max_tokens",
-  "max_completion_tokens",
-] as const;
-
-/** Where a reserve comes from: a token limit of `[request]`, else `reply_reserve`. */
-export type ReserveSource = (typeof TOKEN_LIMIT_KEYS)[number] | "reply_reserve";
-
-/** The reserve the config asks for, before the cap: the token limit `[request]` sets, else `reply_reserve`. */
-export function wantedReserve(
-  config: Pick<Config, "reply_reserve" | "request">,
-): { tokens: number; from: ReserveSource } {
-  for (const key of TOKEN_LIMIT_KEYS) {
-    const max = config.request[key];
-    // -1 and the like are llama-server's "no limit".
-    if (typeof max === "number" && Number.isSafeInteger(max) && max > 0) {
-      return { tokens: max, from: key };
-    }
-  }
-  return { tokens: config.reply_reserve, from: "reply_reserve" };
-}
-
-/** The tokens kept free for the reply: the wanted reserve, at most half the context. */
-export function replyReserve(
-  nCtx: number,
-  config: Pick<Config, "reply_reserve" | "request">,
-): number {
-  return Math.min(wantedReserve(config).tokens, Math.floor(nCtx / 2));
-}
+import type { CacheBook } from "./cache_book.ts";
+import { replyReserve, wantedReserve } from "./reserve.ts";
 
 /** What a reply's plan is made from. */
 export interface PlanOptions {
@@ -76,6 +41,23 @@ export interface PlanOptions {
   summary?: RidingSummary | null;
   /** What the summary asks of the window; null when nothing summarises. */
   cover?: Cover | null;
+  /** Where the first request's `cache_n` teaches whether the server shifts the model's cache; absent: it teaches nothing. */
+  cache?: CacheWitness;
+}
+
+/**
+ * What a request right after the window moved can teach about the model's
+ * prompt cache: only when the server's cache held this conversation's last
+ * request (`warm`) and the window did move.
+ */
+export interface CacheWitness {
+  book: CacheBook;
+  /** The server's cache still holds this conversation's last request: no other request came since. */
+  warm: boolean;
+  /** The request's `n_cache_reuse`. */
+  reuse: number;
+  /** Where the conversation's last request started its window; null before one. */
+  previous: number | null;
 }
 
 /** A summary as a request carries it. */
@@ -109,6 +91,12 @@ export class ContextPlan {
   #correction = 0;
   /** The first request's reported size and the history it carried: what the ledger learns from. */
   #first: { prompt: number; sentCost: number } | null = null;
+  /** Replies reported so far. */
+  #reports = 0;
+  /** Tokens the last request and its reply took in the context, when reported. */
+  #used: number | null = null;
+  /** The messages of the last request sent. */
+  #sent: ChatMessage[] = [];
 
   /** A plan, once the ledger knows the model's fixed part (the first time, through `tokenize`). */
   static async create(options: PlanOptions): Promise<ContextPlan> {
@@ -192,6 +180,37 @@ export class ContextPlan {
     return this.#room;
   }
 
+  /** The question as stamped, without the summary it may carry: what the turn stores. */
+  get question(): ChatMessage & { role: "user" } {
+    return this.#o.question;
+  }
+
+  /** Tokens the last request and its reply took in the context; null while none was reported. */
+  get used(): number | null {
+    return this.#used;
+  }
+
+  /** The tool schemas every request carries. */
+  get schemas(): unknown[] {
+    return this.#o.schemas;
+  }
+
+  /** The messages of the last request sent; empty before one. */
+  get lastRequest(): readonly ChatMessage[] {
+    return this.#sent;
+  }
+
+  /** The request to send now: `messages()`, kept as the last request sent. */
+  request(): ChatMessage[] {
+    this.#sent = this.messages();
+    return this.#sent;
+  }
+
+  /** Whether this turn's tool results are in the request. */
+  get hasResults(): boolean {
+    return this.#rounds.results().length > 0;
+  }
+
   /** The request's size as estimated (or as last reported, plus what came since). */
   estimate(): number {
     return this.#fixedTokens + this.#window.cost + this.#questionCost +
@@ -251,7 +270,10 @@ export class ContextPlan {
   reported(
     finish: string | null,
     usage: { used: number; prompt?: number } | null,
+    timings: Timings | null = null,
   ): Truncation | null {
+    if (this.#reports++ === 0 && timings) this.#witness(timings.cache_n);
+    if (usage) this.#used = usage.used;
     if (usage?.prompt !== undefined) {
       this.#first ??= { prompt: usage.prompt, sentCost: this.#window.cost };
       this.#correction += usage.prompt - this.estimate();
@@ -269,6 +291,20 @@ export class ContextPlan {
     const full = usage !== null && this.#nCtx !== null &&
       usage.used >= this.#nCtx;
     return full ? "context" : "max_tokens";
+  }
+
+  /** The first reply after the window moved says whether the server kept the cache of the turns still carried. */
+  #witness(cacheN: number): void {
+    const cache = this.#o.cache;
+    if (
+      !cache?.warm || cache.reuse <= 0 || cache.previous === null ||
+      this.start <= cache.previous
+    ) return;
+    cache.book.observe(this.#o.model, {
+      ...this.carried(),
+      cacheN,
+      reuse: cache.reuse,
+    });
   }
 
   /**
@@ -349,59 +385,10 @@ export class ContextPlan {
     }
     return { dropped, cut: rest > 0 ? this.#rounds.cut(rest) : 0 };
   }
-
-  /** The error for a request that cannot be made to fit: the question alone, or with this turn's results. */
-  tooLong(promptTokens: number, nCtx: number, cause: unknown): AssistantError {
-    const what = this.#rounds.results().length > 0
-      ? "this turn's tool results do not fit"
-      : "the question is too long for";
-    return new AssistantError(
-      `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})`,
-      {
-        cause,
-        code: this.#rounds.results().length > 0
-          ? "tool_results_too_long"
-          : "question_too_long",
-      },
-    );
-  }
 }
 
 /** The text of a request's fixed part: the system prompt and the tool schemas. */
 function fixedText(system: ChatMessage, schemas: unknown[]): string {
   const text = system.content ?? "";
   return schemas.length === 0 ? text : `${text}\n${JSON.stringify(schemas)}`;
-}
-
-/**
- * Sends the plan's request; when llama-server refuses it for its length,
- * leaves out more and sends again at once, at most `MAX_RESENDS` times.
- * A request that cannot be made to fit gets the error naming both sizes.
- */
-export async function sendWithin<T>(
-  plan: ContextPlan,
-  send: (messages: ChatMessage[]) => Promise<T>,
-): Promise<T> {
-  for (let resends = 0;; resends++) {
-    try {
-      return await send(plan.messages());
-    } catch (error) {
-      const overflow = contextOverflow(error);
-      if (overflow === null) throw error;
-      const { promptTokens, nCtx } = overflow;
-      const sent = plan.sent;
-      if (resends < MAX_RESENDS && plan.relieve(promptTokens, nCtx)) {
-        log.info("request over the context, sent again with less", {
-          prompt_tokens: promptTokens,
-          n_ctx: nCtx,
-          sent_before: sent,
-          sent: plan.sent,
-        });
-        continue;
-      }
-      throw resends < MAX_RESENDS || plan.sent === 0
-        ? plan.tooLong(promptTokens, nCtx, error)
-        : error;
-    }
-  }
 }

@@ -1,175 +1,365 @@
 /**
- * The conversation in memory: what clients are shown of it, what the model is
- * sent of it, and each turn's size. A finished turn is saved (a private
- * conversation's is not), then lands in every copy in memory that shows the
- * conversation, and its size, known later, wherever its messages still are.
+ * One conversation, held as one object for as long as anything uses it
+ * (the registry, conversations.ts, hands out the same object for an id).
+ * It owns its turns, where its last request started its history window,
+ * that request, its running summary and each turn's size, and it plans:
+ * the request for a question (a retry or an edit asked as if the turn it
+ * replaces had not been), the commit of a finished turn, and the next
+ * summary due. Turns, summaries, files and memories reach the model
+ * through here alone.
  */
 import { AssistantError } from "../base/errors.ts";
+import { log } from "../base/log.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
+import type { ModelChoice } from "../llm/client.ts";
 import type { SummaryView, TurnView } from "../protocol/protocol.ts";
-import type { Store, StoredTurn } from "../store/store.ts";
+import type { OpenedConversation, Store } from "../store/store.ts";
+import { ContextPlan } from "./budget.ts";
+import type { CacheBook } from "./cache_book.ts";
+import { coveredStart } from "./history_window.ts";
+import { stampQuestion, systemPrompt } from "./prompt.ts";
+import {
+  planSummary,
+  type RunningSummary,
+  type SummaryPlan,
+} from "./summary_request.ts";
+import { type Tokenize, type TokenLedger, utf8Bytes } from "./token_ledger.ts";
+import type { TurnConfig } from "./turn_config.ts";
 
-/** A conversation's running summary as the assistant holds it. */
-export interface Summary {
-  text: string;
-  /** How many of the conversation's first turns it covers. */
-  turns: number;
-  /** Its size in the model's tokens; null when unknown. */
+/** What every conversation shares: the history file, what is known of each model, the config. */
+export interface ConversationDeps {
+  store: Store;
+  ledger: TokenLedger;
+  book: CacheBook;
+  config: TurnConfig;
+  /** A new conversation was saved for the first time: it has its id now. */
+  saved(conversation: Conversation): void;
+}
+
+/** One finished turn as its conversation holds it. */
+export interface HeldTurn {
+  readonly view: TurnView;
+  readonly messages: ChatMessage[];
   tokens: number | null;
-  /**
-   * The turn whose question carries it to the model, so that every request
-   * after it begins the same way; null until a question carries it.
-   */
-  carrier: number | null;
+  /** Its row in the history file; null when not saved (a private conversation's, or one read back). */
+  readonly row: number | null;
 }
 
-/** One conversation as the assistant holds it; id null until its first save. */
-export interface Conversation {
-  id: number | null;
-  turns: TurnView[];
-  messages: ChatMessage[][];
-  /** Each turn's measured size in tokens; null where unknown. */
-  tokens: (number | null)[];
-  /** In memory only: never saved, listed or searched; gone once not current. */
-  private: boolean;
-  /** Where the last request of this conversation started its window, in this run; null before one. */
-  windowStart: number | null;
-  /** What the turns that left the window said; null while none has. */
-  summary: Summary | null;
+/** What the last finished turn's last request leaves the next one and the summary. */
+interface LastRequest {
+  /** Where its window started. */
+  start: number;
+  /** Its messages and the reply that ended it: what the server's cache holds. */
+  messages: ChatMessage[];
+  model: ModelChoice;
+  schemas: unknown[];
+  /** Tokens the earlier turns could take in it. */
+  room: number;
+  nCtx: number | null;
+  /** Tokens it and its reply took in the context; null when not reported. */
+  used: number | null;
+  /** Tokens of its fixed start (system prompt and tool schemas), as estimated. */
+  fixed: number;
+}
+
+/** What a question is planned with. */
+export interface Question {
+  text: string;
+  /** A retry or an edit: asked as if the conversation's last turn had not been. */
+  replaces: boolean;
+  model: ModelChoice;
+  schemas: unknown[];
+  now: Date;
+  /** The server's cache still holds this conversation's last request. */
+  warm: boolean;
+  tokenize: Tokenize | undefined;
+  signal: AbortSignal;
+}
+
+/** What a finished turn leaves to keep. */
+export interface FinishedTurn {
+  user: string;
+  reply: string;
+  tools: string[];
+  /** Its messages under the history rule. */
+  messages: ChatMessage[];
+  replaces: boolean;
+  model: ModelChoice;
+}
+
+/** A summary request to make: its messages, the turns it covers once made, and the model and schemas its request names. */
+export interface SummaryJob extends SummaryPlan {
+  model: ModelChoice;
+  schemas: unknown[];
+}
+
+/** One conversation and its plans. */
+export class Conversation {
+  readonly private: boolean;
+  readonly #deps: ConversationDeps;
+  #id: number | null;
+  #turns: HeldTurn[];
+  #summary: RunningSummary | null;
   /** The window start a summary was last asked for in this run and could not be made; null when none failed. */
-  summaryFailedAt: number | null;
-  /** The messages of the last request a turn of this conversation sent, and the reply that ended it: a summary request begins with them, so the server reuses its cache. */
-  lastRequest: ChatMessage[] | null;
-}
+  #summaryFailedAt: number | null = null;
+  #last: LastRequest | null = null;
+  #deleted = false;
 
-/** A new conversation with no turns, not yet saved. */
-export function emptyConversation(isPrivate = false): Conversation {
-  return {
-    id: null,
-    turns: [],
-    messages: [],
-    tokens: [],
-    private: isPrivate,
-    windowStart: null,
-    summary: null,
-    summaryFailedAt: null,
-    lastRequest: null,
-  };
-}
+  /** A conversation as the history holds it; `opened` null: a new one, not saved yet. */
+  constructor(
+    deps: ConversationDeps,
+    opened: OpenedConversation | null,
+    isPrivate = false,
+  ) {
+    this.#deps = deps;
+    this.private = isPrivate;
+    this.#id = opened?.id ?? null;
+    this.#turns = (opened?.turns ?? []).map((view, i) => ({
+      view,
+      messages: opened!.messages[i] ?? [],
+      tokens: opened!.tokens[i] ?? null,
+      row: null,
+    }));
+    this.#summary = opened?.summary
+      ? { ...opened.summary, carrier: null }
+      : null;
+  }
 
-/** The summary as clients are shown it; null while there is none. */
-export function summaryView(conversation: Conversation): SummaryView | null {
-  const { summary } = conversation;
-  return summary && { text: summary.text, turns: summary.turns };
-}
+  /** Its id in the history file; null until its first turn is saved (always, for a private one). */
+  get id(): number | null {
+    return this.#id;
+  }
 
-/** The earlier turns a reply is asked with: a retry is asked as if the turn it replaces had not been. */
-export function historyOf(
-  conversation: Conversation,
-  replaces: boolean,
-): { history: ChatMessage[][]; counts: (number | null)[] } {
-  return replaces
-    ? {
-      history: conversation.messages.slice(0, -1),
-      counts: conversation.tokens.slice(0, -1),
-    }
-    : { history: conversation.messages, counts: conversation.tokens };
-}
+  /** Its turns as clients are shown them. */
+  get turns(): TurnView[] {
+    return this.#turns.map((turn) => turn.view);
+  }
 
-/**
- * Saves a finished turn (a private conversation's stays in memory: id
- * null); `title` is the conversation's new title when replacing its first
- * turn changed it.
- */
-export function saveTurn(
-  store: Store,
-  conversation: Conversation,
-  turn: StoredTurn,
-  replaces: boolean,
-): { id: number | null; title: string | null } {
-  if (conversation.private) return { id: null, title: null };
-  try {
-    if (replaces && conversation.id !== null) {
-      const title = store.replaceLastTurn(conversation.id, turn);
-      return { id: conversation.id, title };
-    }
-    return { id: store.saveTurn(conversation.id, turn), title: null };
-  } catch (error) {
-    if (error instanceof AssistantError) throw error;
-    throw new AssistantError("could not save the reply", {
-      cause: error,
-      code: "save_failed",
+  /** Its running summary as clients are shown it; null while there is none. */
+  get summary(): SummaryView | null {
+    const summary = this.#summary;
+    return summary && { text: summary.text, turns: summary.turns };
+  }
+
+  /** Earlier turns its summary covers; 0 without one. */
+  get summarized(): number {
+    return this.#summary?.turns ?? 0;
+  }
+
+  /** Deleted, or private and no longer current: nothing more is asked or kept for it. */
+  get deleted(): boolean {
+    return this.#deleted;
+  }
+
+  /** Nothing more is asked or kept for it. */
+  discard(): void {
+    this.#deleted = true;
+  }
+
+  /**
+   * How many of the first turns a summary may cover: never the newest, which
+   * a retry or an edit may replace (the one place this rule is held).
+   */
+  #coverable(): number {
+    return Math.max(0, this.#turns.length - 1);
+  }
+
+  /** The request for a question, planned within the model's context. */
+  plan(question: Question): Promise<ContextPlan> {
+    const { config, ledger, book } = this.#deps;
+    const held = question.replaces ? this.#turns.slice(0, -1) : this.#turns;
+    // A summary made before the rule held may cover the turn a retry
+    // replaces: such a request goes without it.
+    const summary = this.#summary && this.#summary.turns <= held.length
+      ? this.#summary
+      : null;
+    const asked = config.request.n_cache_reuse;
+    const reuse = typeof asked === "number" ? asked : config.cache_reuse;
+    // A window that slides a turn at a time costs nothing more only where
+    // the server shifts the cache of the turns it keeps; a summary is made
+    // for a block of turns at once.
+    const blocks = config.compact || reuse <= 0 ||
+      book.shifts(question.model.id) === false;
+    const previous = this.#last?.start ?? null;
+    const { model, now } = question;
+    return ContextPlan.create({
+      ledger,
+      model: model.id,
+      nCtx: model.nCtx,
+      config,
+      system: {
+        role: "system",
+        content: systemPrompt(config.system_prompt, model.id, now),
+      },
+      schemas: question.schemas,
+      question: { role: "user", content: stampQuestion(question.text, now) },
+      history: held.map((turn) => turn.messages),
+      counts: held.map((turn) => turn.tokens),
+      tokenize: question.tokenize,
+      signal: question.signal,
+      blockFrom: blocks ? previous : null,
+      summary,
+      cover: config.compact || summary
+        ? {
+          summarized: summary?.turns ?? 0,
+          hold: config.compact,
+          failedAt: this.#summaryFailedAt,
+        }
+        : null,
+      cache: { book, warm: question.warm, reuse, previous },
     });
   }
-}
 
-/**
- * Records a finished turn, saved under `id`, in the conversation it was asked
- * in and in the current one when that is the same conversation reopened.
- */
-export function rememberTurn(
-  conversation: Conversation,
-  current: Conversation,
-  id: number | null,
-  turn: StoredTurn,
-  replaces: boolean,
-): void {
-  const view: TurnView = {
-    user: turn.user,
-    reply: turn.reply,
-    tools: turn.tools,
-  };
-  const targets = new Set([conversation]);
-  // The same conversation may have been reopened meanwhile as a new object.
-  if (id !== null && current.id === id && !current.private) {
-    targets.add(current);
-  }
-  for (const target of targets) {
-    target.id = id;
-    if (replaces && target.turns.length > 0) {
-      target.turns[target.turns.length - 1] = view;
-      target.messages[target.messages.length - 1] = turn.messages;
-      target.tokens[target.tokens.length - 1] = turn.tokens ?? null;
-    } else {
-      target.turns.push(view);
-      target.messages.push(turn.messages);
-      target.tokens.push(turn.tokens ?? null);
+  /**
+   * Keeps a finished turn: saved (a private conversation's stays in
+   * memory), then held, with where its last request left the window.
+   * Returns the turn and the conversation's new title when replacing its
+   * first turn changed it. AssistantError when it could not be saved.
+   */
+  commit(
+    plan: ContextPlan,
+    turn: FinishedTurn,
+  ): { held: HeldTurn; title: string | null } {
+    const stored = { ...turn, tokens: null };
+    let title: string | null = null;
+    let row: number | null = null;
+    if (!this.private) {
+      const { store } = this.#deps;
+      const wasNew = this.#id === null;
+      try {
+        if (turn.replaces && this.#id !== null) {
+          title = store.replaceLastTurn(this.#id, stored);
+        } else {
+          this.#id = store.saveTurn(this.#id, stored);
+        }
+      } catch (error) {
+        if (error instanceof AssistantError) throw error;
+        throw new AssistantError("could not save the reply", {
+          cause: error,
+          code: "save_failed",
+        });
+      }
+      if (wasNew) this.#deps.saved(this);
+      // Saved: a fault from here costs only the count's row.
+      try {
+        row = store.lastTurnId(this.#id!);
+      } catch (error) {
+        log.warn("saved turn not found for its count", {
+          conv: this.#id,
+          error: error instanceof Error ? error.name : typeof error,
+        });
+      }
     }
+    const held: HeldTurn = {
+      view: { user: turn.user, reply: turn.reply, tools: turn.tools },
+      messages: turn.messages,
+      tokens: null,
+      row,
+    };
+    if (turn.replaces && this.#turns.length > 0) this.#turns.pop();
+    this.#turns.push(held);
+    const final = turn.messages.at(-1);
+    this.#last = {
+      start: plan.start,
+      messages: final ? [...plan.lastRequest, final] : [...plan.lastRequest],
+      model: turn.model,
+      schemas: plan.schemas,
+      room: plan.room,
+      nCtx: plan.nCtx,
+      used: plan.used,
+      fixed: plan.carried().fixed,
+    };
+    if (this.#summary && plan.carrier !== null) {
+      this.#summary.carrier = plan.carrier;
+    }
+    return { held, title };
   }
-}
 
-/**
- * Records a turn's size, measured after its `done`, in each conversation that
- * still holds its messages: a retry may have replaced the turn meanwhile.
- */
-export function recordTokens(
-  targets: readonly Conversation[],
-  messages: ChatMessage[],
-  tokens: number,
-): void {
-  for (const target of new Set(targets)) {
-    const index = target.messages.lastIndexOf(messages);
-    if (index !== -1) target.tokens[index] = tokens;
+  /** A held turn's size, measured after its save; nothing when a retry replaced it meanwhile. */
+  count(turn: HeldTurn, tokens: number): boolean {
+    if (!this.#turns.includes(turn)) return false;
+    turn.tokens = tokens;
+    return turn.row === null ||
+      this.#deps.store.setTurnTokens(turn.row, tokens);
   }
-}
 
-/** Whether two conversations in memory are the same one (a saved one may be opened again as another object). */
-export function sameConversation(a: Conversation, b: Conversation): boolean {
-  return a === b || (a.id !== null && a.id === b.id);
-}
+  /**
+   * The first turns the summary must cover before the next request: where
+   * that request's window will start once it moves (a question of the last
+   * one's size assumed), never the newest turn; null when no move is due,
+   * or when the last summary asked for that move could not be made.
+   */
+  summaryDue(): number | null {
+    const last = this.#last;
+    if (last === null || this.#deleted) return null;
+    const { config, ledger } = this.#deps;
+    const due = Math.min(
+      this.#coverable(),
+      coveredStart(
+        this.#turns.length,
+        (i) =>
+          ledger.turnCost(
+            last.model.id,
+            this.#turns[i]!.messages,
+            this.#turns[i]!.tokens,
+          ),
+        last.room,
+        config.history_turns,
+        last.start,
+        { summarized: this.summarized, hold: false, failedAt: null },
+      ),
+    );
+    const failed = this.#summaryFailedAt;
+    if (due <= this.summarized || (failed !== null && due <= failed)) {
+      return null;
+    }
+    return due;
+  }
 
-/** Records in a conversation what its finished turn's last request was: where the next one picks up. */
-export function rememberRequest(
-  target: Conversation,
-  request: {
-    start: number;
-    request: ChatMessage[];
-    carrier: number | null;
-  },
-): void {
-  target.windowStart = request.start;
-  target.lastRequest = request.request;
-  if (target.summary && request.carrier !== null) {
-    target.summary.carrier = request.carrier;
+  /** The request for the summary of the first `upTo` turns (at most `atMost` more of them, after a refusal); null when not one turn fits. */
+  summaryRequest(upTo: number, atMost?: number): SummaryJob | null {
+    const last = this.#last;
+    if (last === null) return null;
+    const { config, ledger } = this.#deps;
+    const model = last.model.id;
+    const plan = planSummary({
+      turns: this.#turns.map((turn) => turn.messages),
+      summary: this.#summary,
+      lastRequest: last.messages,
+      windowStart: last.start,
+      upTo,
+      maxTokens: config.summary_tokens,
+      nCtx: last.nCtx,
+      used: last.used,
+      fixed: last.fixed,
+      cost: (i) =>
+        ledger.turnCost(
+          model,
+          this.#turns[i]?.messages ?? [],
+          this.#turns[i]?.tokens ?? null,
+        ),
+      estimate: (text) => ledger.estimate(model, utf8Bytes(text)),
+      ...(atMost === undefined ? {} : { atMost }),
+    });
+    return plan && { ...plan, model: last.model, schemas: last.schemas };
+  }
+
+  /**
+   * Keeps a new summary: stored with the conversation (a private one's in
+   * memory only). False when the conversation is gone, deleted or left.
+   */
+  keepSummary(summary: Omit<RunningSummary, "carrier">): boolean {
+    if (this.#deleted) return false;
+    if (this.#id !== null && !this.private) {
+      if (!this.#deps.store.setSummary(this.#id, summary)) return false;
+    }
+    this.#summary = { ...summary, carrier: null };
+    this.#summaryFailedAt = null;
+    return true;
+  }
+
+  /** The summary of the first `upTo` turns could not be made: that move goes ahead without it, and is not asked for again. */
+  summaryFailed(upTo: number): void {
+    this.#summaryFailedAt = upTo;
   }
 }

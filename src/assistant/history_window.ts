@@ -25,26 +25,6 @@ export function newestThatFit(
 }
 
 /**
- * Where the window over `count` turns starts. Sliding, it holds the newest
- * turns that fit in `room`, at most `limit`, and its oldest turn moves with
- * every ask. In blocks (`previous`: where the conversation's last request
- * started), it keeps its start while the turns from there fit; when turns
- * must leave it moves at once to keep only the newest half of the limit and
- * of the room, so the next turns begin the same way again: a server that
- * cannot shift its cache reads the kept turns again once a block, not once
- * a turn.
- */
-export function windowStart(
-  count: number,
-  cost: (index: number) => number,
-  room: number,
-  limit: number,
-  previous: number | null,
-): number {
-  return blockStart(count, cost, room, limit, previous);
-}
-
-/**
  * Turns `from` to `to` of a history as a request replays them, the same
  * bytes every time: `summary` rides ahead of the question of its turn.
  */
@@ -119,7 +99,17 @@ export function coveredStart(
   return Math.min(start, Math.max(previous, covered, bySize));
 }
 
-function blockStart(
+/**
+ * Where the window over `count` turns starts. Sliding, it holds the newest
+ * turns that fit in `room`, at most `limit`, and its oldest turn moves with
+ * every ask. In blocks (`previous`: where the conversation's last request
+ * started), it keeps its start while the turns from there fit; when turns
+ * must leave it moves at once to keep only the newest half of the limit and
+ * of the room, so the next turns begin the same way again: a server that
+ * cannot shift its cache reads the kept turns again once a block, not once
+ * a turn.
+ */
+export function blockStart(
   count: number,
   cost: (index: number) => number,
   room: number,
@@ -162,7 +152,7 @@ export class HistoryWindow {
   #start: number;
   #cost = 0;
 
-  /** Chooses the turns that fit in `room`, at most `limit`: the newest, or from where the last request started (see `windowStart`). */
+  /** Chooses the turns that fit in `room`, at most `limit`: the newest, or from where the last request started (see `blockStart`). */
   constructor(options: WindowOptions, room: number, limit: number) {
     this.#o = options;
     const total = options.history.length;
@@ -170,7 +160,7 @@ export class HistoryWindow {
     const previous = options.blockFrom ?? null;
     this.#start = options.cover
       ? coveredStart(total, cost, room, limit, previous, options.cover)
-      : windowStart(total, cost, room, limit, previous);
+      : blockStart(total, cost, room, limit, previous);
     for (let i = this.#start; i < total; i++) {
       this.#cost += this.#turnCost(i);
     }

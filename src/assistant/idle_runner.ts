@@ -14,6 +14,8 @@ export type SideJob = (signal: AbortSignal) => Promise<void>;
 export interface IdleRunnerOptions {
   /** Whether a reply is in flight: no job starts then. */
   busy(): boolean;
+  /** A job starts. */
+  started?(): void;
 }
 
 /** The waiting jobs and the one in flight. */
@@ -85,6 +87,7 @@ export class IdleRunner<K = unknown> implements Disposable {
     const [key, job] = first.value;
     const controller = new AbortController();
     this.#running = { key, controller };
+    this.#o.started?.();
     const { signal } = controller;
     this.#finished = job(signal).catch((error) => {
       // A job handles its own failures; this is a fault in one.

@@ -8,21 +8,12 @@
  */
 import { log } from "../base/log.ts";
 import { refField } from "../protocol/protocol.ts";
-import type { Store } from "../store/store.ts";
-import {
-  type Conversation,
-  rememberRequest,
-  rememberTurn,
-  sameConversation,
-  saveTurn,
-} from "./conversation.ts";
+import type { Conversation } from "./conversation.ts";
 import { countTurn, errorName, turnError } from "./turn_end.ts";
-import type { CacheBook } from "./cache_book.ts";
 import type { IdleRunner } from "./idle_runner.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
 import type { Summarizer } from "./summarizer.ts";
 import type { Titler } from "./title.ts";
-import type { TokenLedger } from "./token_ledger.ts";
 import {
   type ModelSource,
   Turn,
@@ -34,13 +25,10 @@ import {
 
 /** What the replies need of the assistant. */
 export interface RepliesOptions {
-  store: Store;
   llm: ModelSource;
   /** `auto_title` absent is off. */
   config: TurnConfig & { auto_title?: boolean };
   tools: TurnTools;
-  ledger: TokenLedger;
-  book: CacheBook;
   /** Where title and summary requests wait for a pause in the replies. */
   side: IdleRunner;
   titles: Titler;
@@ -71,7 +59,6 @@ type Outcome =
   | {
     kind: "finished";
     result: TurnResult;
-    id: number | null;
     /** The conversation's new title when replacing its first turn changed it. */
     title: string | null;
   };
@@ -81,11 +68,11 @@ export class Replies {
   readonly #o: RepliesOptions;
   #flight: Flight | null = null;
   /**
-   * The conversation of the last turn that finished, whose request the
-   * server's cache most likely holds (a side request may have been made
-   * since: they begin as it did, or are few and short).
+   * The conversation whose last request the server's cache holds: the last
+   * turn's, when it finished and no other request (a stopped or failed
+   * turn's, a title's or a summary's) came since.
    */
-  #lastAsked: Conversation | null = null;
+  #warm: Conversation | null = null;
   /** Every turn's run until it returns, a stopped one included, and each finished turn's count. */
   readonly #runs = new Set<Promise<void>>();
 
@@ -116,10 +103,7 @@ export class Replies {
       llm: o.llm,
       config: o.config,
       tools: o.tools,
-      ledger: o.ledger,
-      book: o.book,
-      warm: this.#lastAsked !== null &&
-        sameConversation(this.#lastAsked, conversation),
+      warm: this.#warm === conversation,
       conversation,
       now: o.now(),
     });
@@ -136,26 +120,9 @@ export class Replies {
     this.#track(this.#drive(flight).finally(resolve));
   }
 
-  /**
-   * A conversation becomes current: opened again (a new object for the same
-   * saved one), it picks up where its last request in this run left off, so
-   * its window keeps its start and its summary its place; one left that
-   * lives in memory only is forgotten.
-   */
-  switched(previous: Conversation, next: Conversation): void {
-    const last = this.#lastAsked;
-    if (last !== null && last !== next && sameConversation(last, next)) {
-      next.windowStart = last.windowStart;
-      next.lastRequest = last.lastRequest;
-      next.summaryFailedAt = last.summaryFailedAt;
-      if (next.summary && last.summary?.turns === next.summary.turns) {
-        next.summary.carrier = last.summary.carrier;
-      }
-    }
-    if (previous.private || previous.id === null) {
-      this.#o.summaries.forget(previous);
-      if (this.#lastAsked === previous) this.#lastAsked = null;
-    }
+  /** Another request reached the server (a title, a summary): its cache no longer holds the last turn's. */
+  cold(): void {
+    this.#warm = null;
   }
 
   /** Ends the reply in flight as stopped: its request is aborted, nothing of it is saved. */
@@ -197,90 +164,59 @@ export class Replies {
     this.#finish(flight, result, started);
   }
 
-  /** Saves and remembers the finished turn and ends it; then counts and titles it. */
+  /** Keeps the finished turn with its conversation and ends it; then counts it, and asks for its title and summary. */
   #finish(flight: Flight, result: TurnResult, started: number): void {
     const o = this.#o;
     const { turn } = flight;
     const conversation = turn.conversation;
+    const model = turn.model!;
     const first = conversation.id === null && conversation.turns.length === 0;
     // A retry or an edit of the only turn makes the conversation anew: a
     // title asked for the turn it replaces no longer fits it.
     const remade = turn.replaces && conversation.turns.length === 1;
-    const stored = {
-      user: turn.pending.user,
-      reply: turn.pending.reply,
-      tools: result.tools,
-      messages: result.messages,
-      tokens: null,
-    };
-    let saved: { id: number | null; title: string | null };
+    const { user, reply } = turn.pending;
+    let kept: ReturnType<Conversation["commit"]>;
     try {
-      saved = saveTurn(o.store, conversation, stored, turn.replaces);
+      kept = conversation.commit(result.plan, {
+        user,
+        reply,
+        tools: result.tools,
+        messages: result.messages,
+        replaces: turn.replaces,
+        model,
+      });
     } catch (error) {
       this.#end(flight, { kind: "failed", error });
       return;
     }
-    const { id, title } = saved;
-    // Saved: whatever fails from here, the turn ends as finished.
-    let row: number | null = null;
-    try {
-      rememberTurn(conversation, o.current(), id, stored, turn.replaces);
-      this.#lastAsked = conversation;
-      for (const target of new Set([conversation, o.current()])) {
-        if (sameConversation(target, conversation)) {
-          rememberRequest(target, result);
-        }
-      }
-      row = id === null ? null : o.store.lastTurnId(id);
-      log.info("reply done", {
-        conv: id,
-        reply_bytes: stored.reply.length,
-        tools: result.tools.length,
-        replaced: turn.replaces,
-        sent: result.sent,
-        total: result.total,
-        ...(result.truncated ? { truncated: result.truncated } : {}),
-        ms: Math.round(performance.now() - started),
-      });
-    } catch (error) {
-      log.error("saved reply not remembered", { error: errorName(error) });
-    }
-    this.#end(flight, { kind: "finished", result, id, title });
+    this.#warm = conversation;
+    const { id } = conversation;
+    log.info("reply done", {
+      conv: id,
+      reply_bytes: reply.length,
+      tools: result.tools.length,
+      replaced: turn.replaces,
+      sent: result.plan.sent,
+      total: result.plan.total,
+      ...(result.truncated ? { truncated: result.truncated } : {}),
+      ms: Math.round(performance.now() - started),
+    });
+    this.#end(flight, { kind: "finished", result, title: kept.title });
     if (remade && id !== null) o.titles.cancel(id);
     // A replaced first turn is titled again only while its title is still the
     // one the store made: a title the user gave stays.
-    const wanted = first || (remade && title !== null);
-    const titled = wanted && id !== null && turn.model && o.config.auto_title
-      ? {
-        id,
-        source: {
-          question: stored.user,
-          reply: stored.reply,
-          model: turn.model,
-        },
-      }
-      : null;
+    const titled = (first || (remade && kept.title !== null)) &&
+      id !== null && o.config.auto_title;
     // The turn's count goes first: a title request is the one that gives
     // way, never a count the next reply's history uses.
-    const model = turn.model;
     this.#track(
-      countTurn({
-        store: o.store,
-        result,
-        holders: [conversation, o.current()],
-        messages: stored.messages,
-        row,
-      }).finally(() => {
-        if (titled) o.titles.request(titled.id, titled.source);
-        if (o.config.compact && model) {
-          o.summaries.consider(conversation, {
-            model,
-            schemas: result.schemas,
-            room: result.room,
-            nCtx: result.nCtx,
-            used: result.used,
-            fixed: result.fixed,
-          });
+      countTurn(conversation, kept.held, result.plan).finally(() => {
+        // Deleted meanwhile: nothing more is asked for it.
+        if (!conversation.deleted) {
+          if (titled) {
+            o.titles.request(id, { question: user, reply, model });
+          }
+          if (o.config.compact) o.summaries.consider(conversation);
         }
         o.side.resume();
       }),
@@ -295,6 +231,7 @@ export class Replies {
     const ref = refField(turn.ref);
     switch (outcome.kind) {
       case "stopped":
+        this.#warm = null;
         flight.controller.abort();
         log.info("reply stopped", { conv: turn.conversation.id });
         o.publish({
@@ -305,6 +242,7 @@ export class Replies {
         });
         break;
       case "failed":
+        this.#warm = null;
         o.publish({
           type: "error",
           ...turnError(outcome.error, o.shutdown.aborted),
@@ -313,7 +251,9 @@ export class Replies {
         });
         break;
       case "finished": {
-        const { result, id, title } = outcome;
+        const { result, title } = outcome;
+        const { conversation } = turn;
+        const { id } = conversation;
         o.publish({
           type: "done",
           id,
@@ -328,22 +268,25 @@ export class Replies {
         if (id !== null && title !== null) {
           o.publish({ type: "renamed", id, title });
         }
-        const current = o.current();
-        if (
-          current === turn.conversation || (id !== null && current.id === id)
-        ) {
-          o.publish({ type: "window", sent: result.sent, total: result.total });
+        const { plan } = result;
+        const window = {
+          sent: plan.sent,
+          total: plan.total,
+          summarized: conversation.summarized,
+        };
+        if (o.current() === conversation) {
+          o.publish({ type: "window", ...window });
         }
-        const status = o.status();
-        if (status.ctx_used !== null) {
+        // What the server reported for this turn, or nothing: never a
+        // figure of another conversation's.
+        if (plan.used !== null) {
           o.publish({
             type: "ctx",
-            used: status.ctx_used,
+            id,
+            used: plan.used,
             // A refusal may have told the size /props did not.
-            max: result.nCtx ?? status.ctx_max,
-            sent: result.sent,
-            total: result.total,
-            summarized: turn.conversation.summary?.turns ?? 0,
+            max: plan.nCtx ?? o.status().ctx_max,
+            ...window,
           });
         }
         break;

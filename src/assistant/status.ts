@@ -11,20 +11,23 @@ import type {
   Event,
   HelloPending,
   PendingView,
-  State,
 } from "../protocol/protocol.ts";
 import type { Conversation } from "./conversation.ts";
 
+type Hello = Extract<Event, { type: "hello" }>;
+
 /** The fields of `hello` that the status fills. */
-export interface StatusView {
-  state: State;
-  tool?: string;
-  model: string | null;
-  ctx_used: number | null;
-  ctx_max: number | null;
-  ctx_sent: number | null;
-  ctx_total: number | null;
-}
+export type StatusView = Pick<
+  Hello,
+  | "state"
+  | "tool"
+  | "model"
+  | "ctx_used"
+  | "ctx_max"
+  | "ctx_sent"
+  | "ctx_total"
+  | "ctx_summarized"
+>;
 
 /** Events the status learns from that no client is sent. */
 export type StatusNote =
@@ -32,8 +35,8 @@ export type StatusNote =
   | { type: "model"; id: string; ctx_max: number | null }
   /** A request used this many tokens of the context. */
   | { type: "usage"; used: number }
-  /** Earlier turns the last request in the current conversation carried, of how many. */
-  | { type: "window"; sent: number; total: number };
+  /** Earlier turns the last request in the current conversation carried, of how many, and how many its summary covers. */
+  | { type: "window"; sent: number; total: number; summarized: number };
 
 /** What the status folds. */
 export type StatusEvent = Event | StatusNote;
@@ -52,6 +55,7 @@ export const INITIAL_STATUS: StatusView = Object.freeze({
   ctx_max: null,
   ctx_sent: null,
   ctx_total: null,
+  ctx_summarized: null,
 });
 
 /** The status after one more event. */
@@ -72,10 +76,20 @@ export function foldStatus(status: StatusView, event: StatusEvent): StatusView {
     case "ctx":
       return { ...status, ctx_used: event.used, ctx_max: event.max };
     case "window":
-      return { ...status, ctx_sent: event.sent, ctx_total: event.total };
+      return {
+        ...status,
+        ctx_sent: event.sent,
+        ctx_total: event.total,
+        ctx_summarized: event.summarized,
+      };
     case "conversation":
       // What the last request carried was about the conversation before.
-      return { ...status, ctx_sent: null, ctx_total: null };
+      return {
+        ...status,
+        ctx_sent: null,
+        ctx_total: null,
+        ctx_summarized: null,
+      };
     default:
       return status;
   }
@@ -104,11 +118,7 @@ export function helloEvent(parts: HelloParts): Event {
     pending: helloPending(parts),
     ...(waiting ? { confirm: waiting } : {}),
     ...(current.private ? { private: true as const } : {}),
-    ...(current.summary
-      ? {
-        summary: { text: current.summary.text, turns: current.summary.turns },
-      }
-      : {}),
+    ...(current.summary ? { summary: current.summary } : {}),
   };
 }
 

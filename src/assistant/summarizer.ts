@@ -14,62 +14,34 @@
 import { AssistantError } from "../base/errors.ts";
 import type { Config } from "../base/config.ts";
 import { describeSafely, log } from "../base/log.ts";
-import type { ModelChoice } from "../llm/client.ts";
 import { contextOverflow } from "../llm/http_error.ts";
 import type { Event } from "../protocol/protocol.ts";
-import type { Store } from "../store/store.ts";
-import type { Conversation, Summary } from "./conversation.ts";
-import { coveredStart } from "./history_window.ts";
+import type { Conversation, SummaryJob } from "./conversation.ts";
 import type { IdleRunner } from "./idle_runner.ts";
-import {
-  planSummary,
-  summaryBody,
-  summaryFrom,
-  type SummaryPlan,
-} from "./summary_request.ts";
+import { summaryBody, summaryFrom } from "./summary_request.ts";
 import { type TokenLedger, utf8Bytes } from "./token_ledger.ts";
 import type { ModelSource } from "./turn.ts";
 
 /** What the summarizer needs. */
 export interface SummarizerOptions {
   llm: ModelSource;
-  store: Pick<Store, "setSummary">;
   ledger: TokenLedger;
-  config: Pick<
-    Config,
-    "summary_tokens" | "request" | "cache_reuse" | "history_turns"
-  >;
+  config: Pick<Config, "summary_tokens" | "request" | "cache_reuse">;
   publish(event: Event): void;
   /** Where side requests wait for a pause in the replies. */
   runner: IdleRunner;
-  /** The conversation shown now. */
-  current(): Conversation;
 }
 
-/** What the last turn of a conversation leaves for its summary. */
-export interface SummarySource {
-  model: ModelChoice;
-  schemas: unknown[];
-  /** Tokens the earlier turns could take in that turn's requests. */
-  room: number;
-  /** The context size; null while unknown. */
-  nCtx: number | null;
-  /** Tokens that turn's last request and its reply took; null when not reported. */
-  used: number | null;
-  /** Tokens of a request's fixed start (the system prompt and tool schemas). */
-  fixed: number;
+/** A summary as the model made it. */
+interface Made {
+  text: string;
+  turns: number;
+  tokens: number;
 }
 
 /** Why a summary request stored nothing. */
 class SummaryRefused extends Error {
   override name = "SummaryRefused";
-}
-
-/** A summary request's key among the side requests: a saved conversation's id, else the conversation itself. */
-function summaryKey(conversation: Conversation): unknown {
-  return conversation.id === null || conversation.private
-    ? conversation
-    : `summary ${conversation.id}`;
 }
 
 /** The summary requests of the conversations whose window is about to move. */
@@ -81,82 +53,48 @@ export class Summarizer {
     this.#o = options;
   }
 
-  /**
-   * The first turns the summary must cover for the next request of
-   * `conversation`: where its window will start once it moves (a question
-   * of the last one's size assumed). No more than it covers: no move is due.
-   */
-  due(conversation: Conversation, source: SummarySource): number {
-    const { config } = this.#o;
-    return coveredStart(
-      conversation.turns.length,
-      (i) => this.#cost(conversation, source.model, i),
-      source.room,
-      config.history_turns,
-      conversation.windowStart,
-      {
-        summarized: conversation.summary?.turns ?? 0,
-        hold: false,
-        failedAt: null,
-      },
-    );
-  }
-
-  /** After a finished turn: asks for a summary when its next request's window will move past what the summary covers. */
-  consider(conversation: Conversation, source: SummarySource): void {
-    const upTo = this.due(conversation, source);
-    const covered = conversation.summary?.turns ?? 0;
-    const failed = conversation.summaryFailedAt;
-    if (upTo <= covered || (failed !== null && upTo <= failed)) return;
+  /** After a finished turn: asks for a summary when the conversation says one is due. */
+  consider(conversation: Conversation): void {
+    if (conversation.summaryDue() === null) return;
     this.#o.runner.request(
-      summaryKey(conversation),
-      (signal) => this.#run(conversation, source, signal),
+      conversation,
+      (signal) => this.#run(conversation, signal),
     );
   }
 
-  /** A conversation deleted: no summary is made for it. */
-  cancel(id: number): void {
-    const key = `summary ${id}`;
-    this.#o.runner.cancel((other) => other === key);
+  /** A conversation deleted or left for good: no summary is made for it. */
+  cancel(conversation: Conversation): void {
+    this.#o.runner.cancel((key) => key === conversation);
   }
 
-  /** A private or unsaved conversation no longer current: gone, and so is its summary request. */
-  forget(conversation: Conversation): void {
-    const key = summaryKey(conversation);
-    if (key === conversation) this.#o.runner.cancel((other) => other === key);
-  }
-
-  async #run(
-    conversation: Conversation,
-    source: SummarySource,
-    signal: AbortSignal,
-  ): Promise<void> {
-    if (this.#gone(conversation)) return;
-    const upTo = this.due(conversation, source);
-    let plan = this.#plan(conversation, source, upTo);
-    let summary: Summary | null = null;
+  async #run(conversation: Conversation, signal: AbortSignal): Promise<void> {
+    // Asked again now: turns may have come, or the conversation gone.
+    const upTo = conversation.summaryDue();
+    if (upTo === null) return;
+    let job = conversation.summaryRequest(upTo);
+    let made: Made | null = null;
     let failure: unknown = null;
-    for (let attempt = 0; plan !== null && summary === null; attempt++) {
+    for (let attempt = 0; job !== null && made === null; attempt++) {
       try {
-        summary = await this.#ask(source, plan, signal);
+        made = await this.#ask(job, signal);
       } catch (error) {
         // Given way to a reply (asked again at the next pause), or cancelled.
         if (signal.aborted) return;
         failure = error;
         // Refused for its length despite the estimate: once more, with half
         // as many turns.
-        const covered = conversation.summary?.turns ?? 0;
-        const turns = plan.upTo - covered;
-        plan = attempt === 0 && contextOverflow(error)
-          ? this.#plan(conversation, source, upTo, Math.ceil(turns / 2))
+        const turns = job.upTo - conversation.summarized;
+        job = attempt === 0 && contextOverflow(error)
+          ? conversation.summaryRequest(upTo, Math.ceil(turns / 2))
           : null;
       }
     }
     if (signal.aborted) return;
-    if (summary === null) {
-      conversation.summaryFailedAt = upTo;
+    const { id } = conversation;
+    if (made === null) {
+      conversation.summaryFailed(upTo);
       log.warn("summary request failed", {
-        conv: conversation.id,
+        conv: id,
         turns: upTo,
         error: failure === null
           ? "no turn fits the context beside the summary"
@@ -170,57 +108,33 @@ export class Summarizer {
       });
       return;
     }
-    this.#keep(conversation, summary);
-  }
-
-  #plan(
-    conversation: Conversation,
-    source: SummarySource,
-    upTo: number,
-    atMost?: number,
-  ): SummaryPlan | null {
-    const { ledger, config } = this.#o;
-    return planSummary({
-      conversation,
-      upTo,
-      maxTokens: config.summary_tokens,
-      nCtx: source.nCtx,
-      used: source.used,
-      fixed: source.fixed,
-      cost: (i) => this.#cost(conversation, source.model, i),
-      estimate: (text) => ledger.estimate(source.model.id, utf8Bytes(text)),
-      ...(atMost === undefined ? {} : { atMost }),
+    // Deleted meanwhile, or a private conversation left: nobody may see it.
+    if (!conversation.keepSummary(made)) return;
+    log.info("summary made", {
+      conv: id,
+      turns: made.turns,
+      chars: made.text.length,
+      tokens: made.tokens,
+    });
+    this.#o.publish({
+      type: "summary",
+      id: conversation.private ? null : id,
+      text: made.text,
+      turns: made.turns,
     });
   }
 
-  #cost(conversation: Conversation, model: ModelChoice, index: number): number {
-    return this.#o.ledger.turnCost(
-      model.id,
-      conversation.messages[index] ?? [],
-      conversation.tokens[index] ?? null,
-    );
-  }
-
-  /** A private conversation is gone once another one is current. */
-  #gone(conversation: Conversation): boolean {
-    return conversation.private && conversation !== this.#o.current();
-  }
-
-  async #ask(
-    source: SummarySource,
-    plan: SummaryPlan,
-    signal: AbortSignal,
-  ): Promise<Summary> {
+  async #ask(job: SummaryJob, signal: AbortSignal): Promise<Made> {
     const { config, llm, ledger } = this.#o;
     const body = summaryBody({
-      model: source.model.id,
-      messages: plan.messages,
-      schemas: source.schemas,
+      model: job.model.id,
+      messages: job.messages,
+      schemas: job.schemas,
       request: config.request,
       cacheReuse: config.cache_reuse,
       maxTokens: config.summary_tokens,
     });
-    const stream = await llm.chat(source.model, body, signal);
+    const stream = await llm.chat(job.model, body, signal);
     let text = "";
     let finish: string | null = null;
     let tokens: number | null = null;
@@ -239,44 +153,8 @@ export class Summarizer {
     if (summary === null) throw new SummaryRefused("empty");
     return {
       text: summary,
-      turns: plan.upTo,
-      tokens: tokens ?? ledger.estimate(source.model.id, utf8Bytes(summary)),
-      carrier: null,
+      turns: job.upTo,
+      tokens: tokens ?? ledger.estimate(job.model.id, utf8Bytes(summary)),
     };
-  }
-
-  /** Stores the summary with its conversation (a private one's stays in memory) and tells every client. */
-  #keep(conversation: Conversation, summary: Summary): void {
-    // Made after a private conversation was left: nobody may see it.
-    if (this.#gone(conversation)) return;
-    const { id } = conversation;
-    if (id !== null && !conversation.private) {
-      const kept = this.#o.store.setSummary(id, {
-        text: summary.text,
-        turns: summary.turns,
-        tokens: summary.tokens,
-      });
-      // Deleted meanwhile.
-      if (!kept) return;
-    }
-    const current = this.#o.current();
-    for (const target of new Set([conversation, current])) {
-      if (target === conversation || (id !== null && target.id === id)) {
-        target.summary = { ...summary };
-        target.summaryFailedAt = null;
-      }
-    }
-    log.info("summary made", {
-      conv: id,
-      turns: summary.turns,
-      chars: summary.text.length,
-      tokens: summary.tokens,
-    });
-    this.#o.publish({
-      type: "summary",
-      id: conversation.private ? null : id,
-      text: summary.text,
-      turns: summary.turns,
-    });
   }
 }

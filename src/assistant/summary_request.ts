@@ -8,7 +8,6 @@
  */
 import { chatBody } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
-import type { Conversation } from "./conversation.ts";
 import { replayTurns } from "./history_window.ts";
 import { SUMMARY_INTRO } from "./prompt.ts";
 
@@ -47,9 +46,26 @@ export function summaryInstruction(
 /** Tokens kept free beside an estimate of a summary request's size: estimates err high, but not always by enough. */
 const SUMMARY_MARGIN = 64;
 
+/** A conversation's running summary, as a request may carry it. */
+export interface RunningSummary {
+  text: string;
+  /** How many of the conversation's first turns it covers. */
+  turns: number;
+  /** Its size in the model's tokens; null when unknown. */
+  tokens: number | null;
+  /** The turn whose question carries it to the model; null until a question carries it. */
+  carrier: number | null;
+}
+
 /** What a summary request is planned from. */
 export interface SummaryPlanInput {
-  conversation: Conversation;
+  /** The conversation's turns, each as its messages. */
+  turns: readonly (readonly ChatMessage[])[];
+  summary: RunningSummary | null;
+  /** The messages of the conversation's last request and the reply that ended it; null before one. */
+  lastRequest: readonly ChatMessage[] | null;
+  /** Where that request started its window; null before one. */
+  windowStart: number | null;
   /** The first turns the summary should cover once made. */
   upTo: number;
   /** `summary_tokens`: what the model may write. */
@@ -87,16 +103,15 @@ export interface SummaryPlan {
  * not one turn fits.
  */
 export function planSummary(input: SummaryPlanInput): SummaryPlan | null {
-  const { conversation, upTo, maxTokens, nCtx, used } = input;
-  const total = conversation.turns.length;
-  const summary = conversation.summary;
+  const { upTo, maxTokens, nCtx, used, summary } = input;
+  const total = input.turns.length;
   const covered = summary?.turns ?? 0;
-  const last = conversation.lastRequest;
+  const last = input.lastRequest;
   const system = last?.[0];
   if (last === null || system?.role !== "system") return null;
   if (upTo <= covered || upTo > total) return null;
   const folding = summary !== null;
-  const start = conversation.windowStart;
+  const start = input.windowStart;
   if (input.atMost === undefined && start !== null && start <= covered) {
     const content = summaryInstruction(total - upTo, folding, maxTokens);
     const fits = nCtx === null || used === null ||
@@ -120,7 +135,7 @@ export function planSummary(input: SummaryPlanInput): SummaryPlan | null {
   const rides = summary !== null && carrier !== null && carrier >= covered &&
     carrier < end;
   const turns = replayTurns(
-    conversation.messages,
+    input.turns,
     covered,
     end,
     rides ? { turn: carrier, text: summary.text } : null,

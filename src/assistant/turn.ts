@@ -7,8 +7,6 @@
  * connects mid-reply is shown of it (`pending`) is a fold of the events that
  * went out (`seen`), so it never runs ahead of what every client was sent.
  */
-import type { Config } from "../base/config.ts";
-import type { Timings } from "../llm/chat_deltas.ts";
 import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { Delta } from "../llm/sse_stream.ts";
@@ -17,15 +15,18 @@ import type {
   Event,
   PendingView,
   Ref,
+  Timings,
   Truncation,
 } from "../protocol/protocol.ts";
 import { placeholder, type ToolOutcome } from "../tools/runner.ts";
-import { ContextPlan, sendWithin } from "./budget.ts";
-import type { CacheBook } from "./cache_book.ts";
-import { type Conversation, historyOf } from "./conversation.ts";
-import { replayable, stampQuestion, systemPrompt } from "./prompt.ts";
-import type { Tokenize, TokenLedger } from "./token_ledger.ts";
+import type { ContextPlan } from "./budget.ts";
+import type { Conversation } from "./conversation.ts";
+import { replayable } from "./prompt.ts";
+import { sendWithin } from "./resend.ts";
+import type { TurnConfig } from "./turn_config.ts";
 import { readReply, type ReplyEnd, type ReplyEvent } from "./turn_stream.ts";
+
+export type { TurnConfig } from "./turn_config.ts";
 
 /** The model side of a turn; `LlmClient` in production, anything alike in tests. */
 export interface ModelSource {
@@ -42,22 +43,6 @@ export interface ModelSource {
     signal: AbortSignal,
   ): Promise<number>;
 }
-
-/** The config keys a turn reads (and its summary, made after it). */
-export type TurnConfig = Pick<
-  Config,
-  | "thinking"
-  | "system_prompt"
-  | "history_turns"
-  | "reply_reserve"
-  | "max_tool_rounds"
-  | "tool_timeout"
-  | "tool_output_limit"
-  | "request"
-  | "cache_reuse"
-  | "compact"
-  | "summary_tokens"
->;
 
 /** A tool call waiting for the user: what clients are shown, and its outcome once decided (null: allowed, run it). */
 export interface Approval {
@@ -93,52 +78,25 @@ export interface TurnOptions extends TurnStart {
   llm: ModelSource;
   config: TurnConfig;
   tools: TurnTools;
-  /** What is known of each model's token counts. */
-  ledger: TokenLedger;
-  /** What is known of each model's prompt cache. */
-  book: CacheBook;
-  /** The daemon's last request was this conversation's: the server's cache still holds it. */
-  warm: boolean;
   /** The conversation it is asked in; it may stop being the current one. */
   conversation: Conversation;
+  /** The daemon's last request was this conversation's: the server's cache still holds it. */
+  warm: boolean;
   now: Date;
 }
 
-/** What a finished turn leaves to store. */
+/** What a finished turn produced. */
 export interface TurnResult {
   /** The turn's messages under the history rule (tool results as placeholders). */
   messages: ChatMessage[];
   /** Names of the tools that ran, in order. */
   tools: string[];
-  /**
-   * Measures the turn's size in tokens with llama-server; null when it could
-   * not. Called once the turn is saved and its `done` sent, so a count never
-   * holds up the end of a reply (nor leaves a window for a stop to drop it).
-   */
-  count(): Promise<number | null>;
   /** Why the reply ended before the model finished it, if it did. */
   truncated: Truncation | null;
-  /** Earlier turns the last request carried, of how many. */
-  sent: number;
-  total: number;
-  /** The context size as the turn found it; null while unknown. */
-  nCtx: number | null;
-  /** The index of the first earlier turn its last request carried. */
-  start: number;
-  /** Tokens the earlier turns could take in its requests. */
-  room: number;
-  /** Tokens its last request and reply took in the context; null when not reported. */
-  used: number | null;
-  /** Tokens of a request's fixed start (system prompt and tool schemas), as estimated. */
-  fixed: number;
-  /** The turn whose question carried the summary; null without one. */
-  carrier: number | null;
-  /** Its last request's messages and the reply that ended it: what the server's cache holds now. */
-  request: ChatMessage[];
-  /** The tool schemas its requests carried. */
-  schemas: unknown[];
   /** What the turn's requests cost the server, summed; null when it reported none. */
   timings: Timings | null;
+  /** Its last request as planned: what the conversation keeps of it, and the turn's count. */
+  plan: ContextPlan;
 }
 
 /** Two requests' costs as one: each figure summed. */
@@ -207,71 +165,35 @@ export class Turn {
     return this.#o.ref;
   }
 
-  /** Runs the turn, yielding its events; returns what to store. */
+  /** Runs the turn, yielding its events; returns what it produced. */
   async *run(signal: AbortSignal): AsyncGenerator<TurnEvent, TurnResult> {
-    const { llm, config, tools, ledger, now } = this.#o;
+    const { llm, config, tools, conversation } = this.#o;
     const model = await llm.chooseModel(signal);
     this.model = model;
-    yield {
-      type: "model",
-      id: model.id,
-      // Another model's size would be wrong: unknown is null.
-      ctx_max: model.nCtx ?? ledger.contextSize(model.id),
-    };
-    const question = {
-      role: "user" as const,
-      content: stampQuestion(this.#o.text, now),
-    };
-    const tokenize: Tokenize | undefined = llm.tokenize
-      ? (text, signal) => llm.tokenize!(model, text, signal)
-      : undefined;
     const schemas = tools.schemas();
-    const conversation = this.#o.conversation;
-    const previous = conversation.windowStart;
-    // `[request]` may set n_cache_reuse itself, and wins.
-    const asked = config.request.n_cache_reuse;
-    const reuse = typeof asked === "number" ? asked : config.cache_reuse;
-    // A window that slides a turn at a time costs nothing more only where
-    // the server shifts the cache of the turns it keeps; a summary is made
-    // for a block of turns at once.
-    const blocks = config.compact || reuse <= 0 ||
-      this.#o.book.shifts(model.id) === false;
-    const plan = await ContextPlan.create({
-      ledger,
-      model: model.id,
-      nCtx: model.nCtx,
-      config,
-      system: {
-        role: "system",
-        content: systemPrompt(config.system_prompt, model.id, now),
-      },
+    const plan = await conversation.plan({
+      text: this.#o.text,
+      replaces: this.#o.replaces,
+      model,
       schemas,
-      question,
-      ...historyOf(conversation, this.#o.replaces),
-      tokenize,
+      now: this.#o.now,
+      warm: this.#o.warm,
+      tokenize: llm.tokenize
+        ? (text, signal) => llm.tokenize!(model, text, signal)
+        : undefined,
       signal,
-      blockFrom: blocks ? previous : null,
-      summary: conversation.summary,
-      cover: config.compact || conversation.summary
-        ? {
-          summarized: conversation.summary?.turns ?? 0,
-          hold: config.compact,
-          failedAt: conversation.summaryFailedAt,
-        }
-        : null,
     });
-    const stored: ChatMessage[] = [question];
+    // Another model's size would be wrong: unknown is null.
+    yield { type: "model", id: model.id, ctx_max: plan.nCtx };
+    const stored: ChatMessage[] = [plan.question];
     const ran: string[] = [];
-    let used: number | null = null;
     let truncated: Truncation | null = null;
     let timings: Timings | null = null;
-    let sent: ChatMessage[] = [];
 
     for (let round = 0;; round++) {
       const last = round >= config.max_tool_rounds;
-      const stream = await sendWithin(plan, (messages) => {
-        sent = messages;
-        return llm.chat(
+      const stream = await sendWithin(plan, (messages) =>
+        llm.chat(
           model,
           chatBody({
             model: model.id,
@@ -283,24 +205,10 @@ export class Turn {
             ...(last && schemas.length > 0 ? { toolChoiceNone: true } : {}),
           }),
           signal,
-        );
-      });
+        ));
       const end: ReplyEnd = yield* readReply(stream);
-      used = end.usage?.used ?? used;
       timings = addTimings(timings, end.timings);
-      // The first request after the window moved says whether the server
-      // kept the cache of the turns still carried.
-      if (
-        round === 0 && this.#o.warm && reuse > 0 && end.timings &&
-        previous !== null && plan.start > previous
-      ) {
-        this.#o.book.observe(model.id, {
-          ...plan.carried(),
-          cacheN: end.timings.cache_n,
-          reuse,
-        });
-      }
-      truncated = plan.reported(end.finish, end.usage);
+      truncated = plan.reported(end.finish, end.usage, end.timings);
       // A call cut off by the length limit is incomplete: it is not run.
       if (end.calls.length === 0 || last || truncated !== null) {
         stored.push({ role: "assistant", content: end.content });
@@ -344,22 +252,6 @@ export class Turn {
       plan.fit();
       yield { type: "state", state: "thinking" };
     }
-    return {
-      messages: stored,
-      tools: ran,
-      count: () => plan.conclude(stored),
-      truncated,
-      sent: plan.sent,
-      total: plan.total,
-      nCtx: plan.nCtx,
-      start: plan.start,
-      room: plan.room,
-      used,
-      fixed: plan.carried().fixed,
-      carrier: plan.carrier,
-      request: [...sent, stored.at(-1)!],
-      schemas,
-      timings,
-    };
+    return { messages: stored, tools: ran, truncated, timings, plan };
   }
 }

@@ -1,14 +1,12 @@
 /**
  * What a turn leaves after its end: the error clients are told when it
- * failed (and a log line that cannot quote it), and the count of a saved
+ * failed (and a log line that cannot quote it), and the count of a kept
  * turn's tokens, measured after its `done`.
  */
 import { AssistantError, type ErrorCode } from "../base/errors.ts";
 import { describeSafely, log } from "../base/log.ts";
-import type { ChatMessage } from "../llm/chat_types.ts";
-import type { Store } from "../store/store.ts";
-import { type Conversation, recordTokens } from "./conversation.ts";
-import type { TurnResult } from "./turn.ts";
+import type { ContextPlan } from "./budget.ts";
+import type { Conversation, HeldTurn } from "./conversation.ts";
 
 /** The client's code and message for a failed turn; the log gets a line that cannot quote the turn. */
 export function turnError(
@@ -31,35 +29,26 @@ export function turnError(
   return answer;
 }
 
-/** What counting a saved turn needs. */
-export interface TurnCount {
-  store: Pick<Store, "setTurnTokens">;
-  result: TurnResult;
-  /** The conversations in memory that may hold the turn's messages. */
-  holders: readonly Conversation[];
-  messages: ChatMessage[];
-  /** The turn's row in the history file; null for a private conversation. */
-  row: number | null;
-}
-
 /**
- * Measures a saved turn's size and records it: in the history file, and in
- * the conversation in memory (where a later retry may have replaced the turn
- * meanwhile: then nothing changes). Never rejects.
+ * Measures a kept turn's size and records it with its conversation (which
+ * keeps nothing when a retry replaced the turn meanwhile). Never rejects.
  */
-export async function countTurn(count: TurnCount): Promise<void> {
+export async function countTurn(
+  conversation: Conversation,
+  turn: HeldTurn,
+  plan: ContextPlan,
+): Promise<void> {
   let tokens: number | null;
   try {
-    tokens = await count.result.count();
+    tokens = await plan.conclude(turn.messages);
   } catch (error) {
-    // The turn is saved; without its size the history estimates it.
+    // The turn is kept; without its size the history estimates it.
     log.debug("turn count failed", { error: errorName(error) });
     return;
   }
   if (tokens === null) return;
-  recordTokens(count.holders, count.messages, tokens);
-  if (count.row !== null && count.store.setTurnTokens(count.row, tokens)) {
-    log.debug("turn counted", { turn: count.row, tokens });
+  if (conversation.count(turn, tokens) && turn.row !== null) {
+    log.debug("turn counted", { turn: turn.row, tokens });
   }
 }
 

@@ -7,7 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import type { Config } from "../base/config.ts";
 import type { Paths } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
-import { replyReserve, wantedReserve } from "../assistant/budget.ts";
+import { replyReserve, wantedReserve } from "../assistant/reserve.ts";
 import { probeBackend } from "../llm/backend_probe.ts";
 import { LlmClient } from "../llm/client.ts";
 import {

@@ -126,6 +126,8 @@ export type Event =
     ctx_max: number | null;
     ctx_sent: number | null;
     ctx_total: number | null;
+    /** Earlier turns the current conversation's summary covered at its last reply; null until a reply in it. */
+    ctx_summarized: number | null;
     backend?: BackendView;
     id: number | null;
     turns: TurnView[];
@@ -159,6 +161,8 @@ export type Event =
   | ErrorEvent
   | {
     type: "ctx";
+    /** The conversation measured: null for the unsaved or private one. */
+    id: number | null;
     used: number;
     max: number | null;
     sent: number;

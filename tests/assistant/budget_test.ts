@@ -3,14 +3,9 @@ import assert from "node:assert/strict";
 import type { ChatMessage } from "../../src/llm/chat_types.ts";
 import { AssistantError } from "../../src/base/errors.ts";
 import { ContextOverflow } from "../../src/llm/http_error.ts";
-import {
-  ContextPlan,
-  MAX_RESENDS,
-  type PlanOptions,
-  replyReserve,
-  sendWithin,
-  wantedReserve,
-} from "../../src/assistant/budget.ts";
+import { ContextPlan, type PlanOptions } from "../../src/assistant/budget.ts";
+import { replyReserve, wantedReserve } from "../../src/assistant/reserve.ts";
+import { MAX_RESENDS, sendWithin } from "../../src/assistant/resend.ts";
 import { newestThatFit } from "../../src/assistant/history_window.ts";
 import {
   cutLargest,

@@ -1,8 +1,8 @@
 /** Where a reply's history window starts: sliding, or moving in blocks. */
 import assert from "node:assert/strict";
 import {
+  blockStart,
   coveredStart,
-  windowStart,
 } from "../../src/assistant/history_window.ts";
 
 /** The start of each of `turns` asks in one conversation, each window moving from the one before. */
@@ -16,7 +16,7 @@ function starts(
   const out: number[] = [];
   let previous: number | null = null;
   for (let count = 0; count < turns; count++) {
-    const start = windowStart(count, cost, room, limit, previous);
+    const start = blockStart(count, cost, room, limit, previous);
     out.push(start);
     if (blocks) previous = start;
   }
@@ -60,7 +60,7 @@ Deno.test("a window of one or two turns moves a turn at a time in blocks too", (
 });
 
 Deno.test("a start from a longer history than there is now (a retry) is capped at the turns there are", () => {
-  assert.equal(windowStart(3, () => 1, Infinity, 10, 4), 3);
+  assert.equal(blockStart(3, () => 1, Infinity, 10, 4), 3);
 });
 
 Deno.test("beside a summary the window never carries a turn it covers, and holds uncovered turns while the summary is due", () => {

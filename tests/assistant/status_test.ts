@@ -18,8 +18,8 @@ Deno.test("a turn's events fold into the state, the model and the context it use
     { type: "token", delta: "Hello" },
     { type: "usage", used: 120 },
     { type: "done", id: 1, stopped: false },
-    { type: "window", sent: 3, total: 5 },
-    { type: "ctx", used: 120, max: 4096, sent: 3, total: 5 },
+    { type: "window", sent: 3, total: 5, summarized: 2 },
+    { type: "ctx", id: 1, used: 120, max: 4096, sent: 3, total: 5 },
     { type: "state", state: "idle" },
   ]);
   assert.deepEqual(status, {
@@ -29,6 +29,7 @@ Deno.test("a turn's events fold into the state, the model and the context it use
     ctx_max: 4096,
     ctx_sent: 3,
     ctx_total: 5,
+    ctx_summarized: 2,
   });
 });
 
@@ -53,8 +54,8 @@ Deno.test("the tool a state names stays only while that state lasts", () => {
 Deno.test("another conversation becoming current forgets what the last request carried, not the context", () => {
   const before = fold([
     { type: "model", id: "m", ctx_max: 2048 },
-    { type: "ctx", used: 900, max: 2048, sent: 2, total: 2 },
-    { type: "window", sent: 2, total: 2 },
+    { type: "ctx", id: 3, used: 900, max: 2048, sent: 2, total: 2 },
+    { type: "window", sent: 2, total: 2, summarized: 1 },
   ]);
   const after = foldStatus(before, {
     type: "conversation",
@@ -63,6 +64,7 @@ Deno.test("another conversation becoming current forgets what the last request c
   });
   assert.equal(after.ctx_sent, null);
   assert.equal(after.ctx_total, null);
+  assert.equal(after.ctx_summarized, null);
   assert.equal(after.ctx_used, 900);
   assert.equal(after.ctx_max, 2048);
 });
@@ -70,9 +72,9 @@ Deno.test("another conversation becoming current forgets what the last request c
 Deno.test("a ctx event of a reply in a conversation no longer current leaves its window out", () => {
   // The window note goes only with the current conversation's replies.
   const status = fold([
-    { type: "window", sent: 4, total: 4 },
+    { type: "window", sent: 4, total: 4, summarized: 0 },
     { type: "conversation", id: 7, turns: [] },
-    { type: "ctx", used: 300, max: 4096, sent: 1, total: 1 },
+    { type: "ctx", id: 2, used: 300, max: 4096, sent: 1, total: 1 },
   ]);
   assert.equal(status.ctx_used, 300);
   assert.equal(status.ctx_sent, null);
@@ -93,7 +95,10 @@ Deno.test("events the status does not follow change nothing, and only notes stay
   }
   assert.equal(isNote({ type: "usage", used: 1 }), true);
   assert.equal(isNote({ type: "model", id: "m", ctx_max: null }), true);
-  assert.equal(isNote({ type: "window", sent: 0, total: 0 }), true);
+  assert.equal(
+    isNote({ type: "window", sent: 0, total: 0, summarized: 0 }),
+    true,
+  );
 });
 
 Deno.test("the fold never changes the status it is given", () => {

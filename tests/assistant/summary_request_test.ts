@@ -1,11 +1,8 @@
 /** The summary request: what it is made of, and what becomes the summary. */
 import assert from "node:assert/strict";
 import {
-  type Conversation,
-  emptyConversation,
-} from "../../src/assistant/conversation.ts";
-import {
   planSummary,
+  type RunningSummary,
   summaryFrom,
 } from "../../src/assistant/summary_request.ts";
 import type { ChatMessage } from "../../src/llm/chat_types.ts";
@@ -28,35 +25,44 @@ Deno.test("the summary is what the model wrote, without reasoning or a label, an
   assert.equal(summaryFrom("  \n "), null);
 });
 
+/** What a summary is planned from: a conversation's turns and where its last request left them. */
+interface Planned {
+  turns: ChatMessage[][];
+  summary: RunningSummary | null;
+  lastRequest: ChatMessage[];
+  windowStart: number;
+}
+
 /** A conversation of `count` turns of 100 tokens each, its last request as the window from `start` sent it. */
-function conversation(count: number, start: number): Conversation {
-  const conversation = emptyConversation();
+function conversation(count: number, start: number): Planned {
+  const turns: ChatMessage[][] = [];
   for (let i = 0; i < count; i++) {
-    conversation.turns.push({ user: `q${i}`, reply: `a${i}`, tools: [] });
-    conversation.messages.push([
+    turns.push([
       { role: "user", content: `[stamp] q${i}` },
       { role: "assistant", content: `a${i}` },
     ]);
-    conversation.tokens.push(100);
   }
   const system: ChatMessage = { role: "system", content: "Be helpful." };
-  conversation.windowStart = start;
-  conversation.lastRequest = [
-    system,
-    ...conversation.messages.slice(start, count - 1).flat(),
-    ...conversation.messages[count - 1]!,
-  ];
-  return conversation;
+  return {
+    turns,
+    summary: null,
+    windowStart: start,
+    lastRequest: [
+      system,
+      ...turns.slice(start, count - 1).flat(),
+      ...turns[count - 1]!,
+    ],
+  };
 }
 
 const plan = (
-  c: Conversation,
+  c: Planned,
   upTo: number,
   nCtx: number | null,
   used: number | null,
 ) =>
   planSummary({
-    conversation: c,
+    ...c,
     upTo,
     maxTokens: 400,
     nCtx,
@@ -92,7 +98,8 @@ Deno.test("when they do not fit, it carries only the turns to summarise, as many
   // A window that moved past the summary without one: from its end, the
   // turns as they were sent (the summary in the question that carried it)...
   const behind = conversation(30, 12);
-  behind.summary = { text: "Before.", turns: 4, tokens: 10, carrier: 6 };
+  const summary = { text: "Before.", turns: 4, tokens: 10, carrier: 6 };
+  behind.summary = summary;
   const caught = plan(behind, 20, 8192, 3000)!;
   assert.equal(caught.upTo, 20);
   assert.equal(caught.messages[1]!.content, "[stamp] q4");
@@ -106,7 +113,7 @@ Deno.test("when they do not fit, it carries only the turns to summarise, as many
   );
   // ...and one that rode in a later question goes in the instruction, so the
   // turns keep the bytes the server has read.
-  behind.summary.carrier = 25;
+  summary.carrier = 25;
   const later = plan(behind, 20, 8192, 3000)!;
   assert.ok(!JSON.stringify(later.messages.slice(0, -1)).includes("Before."));
   assert.match(

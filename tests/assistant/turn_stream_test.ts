@@ -7,9 +7,10 @@ import {
   Turn,
   type TurnEvent,
 } from "../../src/assistant/turn.ts";
-import { emptyConversation } from "../../src/assistant/conversation.ts";
+import { Conversations } from "../../src/assistant/conversations.ts";
 import { CacheBook } from "../../src/assistant/cache_book.ts";
 import { TokenLedger } from "../../src/assistant/token_ledger.ts";
+import { Store } from "../../src/store/store.ts";
 import { TURN_CONFIG } from "../support/turn_config.ts";
 
 /** A model source that answers each request with the next list of deltas and records the bodies. */
@@ -54,12 +55,20 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
     [{ kind: "content", text: "Sunny." }, { kind: "finish", reason: "stop" }],
   );
   const calls: ToolCall[] = [];
+  using store = new Store(":memory:");
+  const config = { ...TURN_CONFIG, thinking: false };
+  const conversations = new Conversations({
+    store,
+    ledger: new TokenLedger(),
+    book: new CacheBook(),
+    config,
+  });
   const turn = new Turn({
     text: "Weather?",
     replaces: false,
     ref: undefined,
     llm,
-    config: { ...TURN_CONFIG, thinking: false },
+    config,
     tools: {
       schemas: () => [{ type: "function", function: { name: "weather" } }],
       approval: () => null,
@@ -74,10 +83,8 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
         });
       },
     },
-    ledger: new TokenLedger(),
-    book: new CacheBook(),
     warm: false,
-    conversation: emptyConversation(),
+    conversation: conversations.create(),
     now: new Date(0),
   });
   const events: TurnEvent[] = [];

@@ -31,6 +31,7 @@ export function session(options: Options = {}) {
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     id: options.turns ? 1 : null,
     turns: options.turns ?? [],
     pending: null,

@@ -17,6 +17,7 @@ Deno.test("hello shows the meter when the last request left turns out", () => {
     ctx_max: 2048,
     ctx_sent: 1,
     ctx_total: 2,
+    ctx_summarized: null,
     id: 2,
     turns: [
       { user: "A", reply: "a", tools: [] },
@@ -46,6 +47,7 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     id: 7,
     turns: [{ user: "Hi", reply: "Hello.", tools: [] }],
     pending: {
@@ -82,6 +84,7 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     id: null,
     turns: [],
     pending: { id: 3, user: "Elsewhere?", reply: "Par", think: "", tools: [] },
@@ -106,6 +109,7 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     id: 7,
     turns: [],
     pending: {
@@ -201,6 +205,7 @@ Deno.test("a private conversation says so in its header, on connect and on switc
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     id: null,
     turns: [{ user: "Secret?", reply: "Kept in memory.", tools: [] }],
     pending: null,
@@ -242,6 +247,7 @@ Deno.test("the header line says the backend state; a change shows as a line of i
       ctx_max: null,
       ctx_sent: null,
       ctx_total: null,
+      ctx_summarized: null,
       backend,
       id: null,
       turns: [],
@@ -317,6 +323,7 @@ Deno.test("the backend line shows again only when what it says changes", () => {
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     backend: up,
     id: null,
     turns: [],
@@ -362,7 +369,7 @@ Deno.test("at 40 columns every line chat draws fits, broken between words", () =
       truncated: true,
       truncated_by: "max_tokens",
     },
-    { type: "ctx", used: 3900, max: 4096, sent: 6, total: 14 },
+    { type: "ctx", id: 1, used: 3900, max: 4096, sent: 6, total: 14 },
     {
       type: "backend",
       state: "down",
@@ -400,6 +407,7 @@ Deno.test("at 40 columns every line chat draws fits, broken between words", () =
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     backend: {
       state: "up",
       url,
@@ -447,6 +455,7 @@ Deno.test("the meter says how many earlier turns the summary covers", () => {
   assert.equal(
     renderer.event({
       type: "ctx",
+      id: 1,
       used: 3900,
       max: 4096,
       sent: 6,
@@ -458,6 +467,7 @@ Deno.test("the meter says how many earlier turns the summary covers", () => {
   assert.equal(
     renderer.event({
       type: "ctx",
+      id: 1,
       used: 900,
       max: 4096,
       sent: 2,

@@ -10,6 +10,7 @@ const HELLO: HelloEvent = {
   ctx_max: null,
   ctx_sent: null,
   ctx_total: null,
+  ctx_summarized: null,
   id: 2,
   turns: [{ user: "First?", reply: "Yes.", tools: [] }],
   pending: null,

@@ -76,7 +76,7 @@ Deno.test("a reply cut short says why; the meter shows once the conversation no 
       truncated: true,
       truncated_by: "context",
     },
-    { type: "ctx", used: 3900, max: 4096, sent: 6, total: 14 },
+    { type: "ctx", id: 1, used: 3900, max: 4096, sent: 6, total: 14 },
     { type: "user", text: "Briefly" },
     { type: "token", delta: "So" },
     {
@@ -87,7 +87,7 @@ Deno.test("a reply cut short says why; the meter shows once the conversation no 
       truncated_by: "max_tokens",
     },
     // Everything sent: no meter.
-    { type: "ctx", used: 900, max: 4096, sent: 2, total: 2 },
+    { type: "ctx", id: 1, used: 900, max: 4096, sent: 2, total: 2 },
   ]);
   assert.equal(
     out,

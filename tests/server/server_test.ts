@@ -37,6 +37,7 @@ class ScriptedBrain implements Brain {
       ctx_max: null,
       ctx_sent: null,
       ctx_total: null,
+      ctx_summarized: null,
       id: null,
       turns: this.asked.map((user) => ({ user, reply: "", tools: [] })),
       pending: null,

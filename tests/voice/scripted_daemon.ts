@@ -20,6 +20,7 @@ export function hello(listening = false): HelloEvent {
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     id: null,
     turns: [],
     pending: null,

@@ -37,6 +37,7 @@ function hello(extra: Partial<Hello> = {}): Hello {
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     backend: BACKEND_UP,
     id: null,
     turns: [],
@@ -84,6 +85,7 @@ Deno.test("a hello shows its conversation, the backend and the meter", () => {
       ctx_max: 4096,
       ctx_sent: 1,
       ctx_total: 1,
+      ctx_summarized: null,
       model: "tiny",
     }),
   );
@@ -138,7 +140,7 @@ Deno.test("a turn streams into the reply in flight and is kept at done", () => {
   const changed = feed(
     model,
     { type: "done", id: 7, stopped: false, ref: "web-1" },
-    { type: "ctx", used: 1200, max: 4096, sent: 0, total: 0 },
+    { type: "ctx", id: 1, used: 1200, max: 4096, sent: 0, total: 0 },
     { type: "state", state: "idle" },
   );
   assert.ok(changed.has("turns"));
@@ -301,7 +303,7 @@ Deno.test("a late tab after new during a reply stays in the new conversation and
     model,
     { type: "token", delta: " two" },
     { type: "done", id: 5, stopped: false },
-    { type: "ctx", used: 300, max: 4096, sent: 2, total: 2 },
+    { type: "ctx", id: 1, used: 300, max: 4096, sent: 2, total: 2 },
     { type: "state", state: "idle" },
   );
   assert.equal(model.current.id, null);
@@ -393,7 +395,14 @@ Deno.test("11.2: the meter shows sent and total, and a cut reply says what cut i
     total: 14,
     summarized: null,
   });
-  feed(model, { type: "ctx", used: 3900, max: 4096, sent: 5, total: 15 });
+  feed(model, {
+    type: "ctx",
+    id: 1,
+    used: 3900,
+    max: 4096,
+    sent: 5,
+    total: 15,
+  });
   assert.deepEqual(model.ctx, {
     used: 3900,
     max: 4096,
