@@ -12,6 +12,7 @@ import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
 import type { Command, Event, Ref } from "../protocol/protocol.ts";
 import { ChatState, exportedSummary } from "./chat_state.ts";
+import { USAGE_EXIT } from "../base/command_line.ts";
 
 export type { WriteFile } from "./chat_export.ts";
 
@@ -20,7 +21,7 @@ export const CHAT_EXIT = Object.freeze({
   ok: 0,
   failed: 1,
   noDaemon: 2,
-  usage: 64,
+  usage: USAGE_EXIT,
   interrupted: 130,
 });
 
