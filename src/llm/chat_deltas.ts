@@ -5,20 +5,9 @@
  */
 import { type EventSourceMessage, ParseError } from "eventsource-parser/stream";
 import { AssistantError } from "../base/errors.ts";
+import type { Timings } from "../protocol/events.ts";
 
-/** What one request cost, from the `timings` of its final chunk. */
-export interface Timings {
-  /** Prompt tokens the server evaluated. */
-  prompt_n: number;
-  /** Prompt tokens it reused from its cache instead. */
-  cache_n: number;
-  /** Tokens it generated. */
-  predicted_n: number;
-  /** Milliseconds spent evaluating the prompt. */
-  prompt_ms: number;
-  /** Milliseconds spent generating. */
-  predicted_ms: number;
-}
+export type { Timings } from "../protocol/events.ts";
 
 /**
  * One typed piece of a streamed reply. `usage` and `timings` come from the
