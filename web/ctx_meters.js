@@ -7,7 +7,8 @@
 import { ctxOf, numberOrNull } from "./model_parts.js";
 
 /** @typedef {import("./model_parts.js").Ctx} Ctx */
-/** @typedef {import("./model_parts.js").WireEvent} WireEvent */
+/** @typedef {import("./model_parts.js").EventOf<"hello">} Hello */
+/** @typedef {import("./model_parts.js").EventOf<"ctx">} CtxEvent */
 
 /** A meter with nothing known. */
 const NO_CTX = Object.freeze({
@@ -30,7 +31,7 @@ export class CtxMeters {
   /**
    * A `hello`: `ctx_sent` is null until a reply in the current
    * conversation reported, and before that `ctx_used` is another's.
-   * @param {WireEvent} event
+   * @param {Hello} event
    * @param {string} key the conversation the hello shows
    */
   hello(event, key) {
@@ -57,7 +58,7 @@ export class CtxMeters {
   }
 
   /** A `ctx` event, for the last reply's conversation (else `fallback`). */
-  measured(/** @type {WireEvent} */ event, /** @type {string} */ fallback) {
+  measured(/** @type {CtxEvent} */ event, /** @type {string} */ fallback) {
     const ctx = ctxOf(event);
     this.#max = ctx.max ?? this.#max;
     this.#byKey.set(this.#lastDone || fallback, ctx);

@@ -128,6 +128,8 @@ export type Event =
     ctx_max: number | null;
     ctx_sent: number | null;
     ctx_total: number | null;
+    /** Earlier turns the current conversation's summary covers, as `ctx.summarized`; null while unknown. */
+    ctx_summarized?: number | null;
     backend?: BackendView;
     id: number | null;
     turns: TurnView[];

@@ -7,8 +7,11 @@
 import assert from "node:assert/strict";
 import { CanvasModel, NO_DAEMON } from "../../web/model.js";
 import { hitOf, shortModelName } from "../../web/model_parts.js";
+import type { Event, Timings } from "../../src/protocol/protocol.ts";
 
-type Wire = { type: string } & Record<string, unknown>;
+type Hello = Extract<Event, { type: "hello" }>;
+/** What the daemon's socket carries, one line each. */
+type Wire = Event;
 
 function feed(model: CanvasModel, ...events: Wire[]) {
   const changed = new Set<string>();
@@ -18,7 +21,7 @@ function feed(model: CanvasModel, ...events: Wire[]) {
   return changed;
 }
 
-function hello(extra: Record<string, unknown> = {}): Wire {
+function hello(extra: Partial<Hello> = {}): Hello {
   return {
     type: "hello",
     state: "idle",
@@ -54,7 +57,13 @@ Deno.test("done.timings is kept on the turn; a partial one or none leaves it out
     { type: "token", delta: "Hello." },
     { type: "done", id: 3, stopped: false, timings: TIMINGS },
     { type: "user", text: "Again" },
-    { type: "done", id: 3, stopped: false, timings: { prompt_n: 1 } },
+    {
+      type: "done",
+      id: 3,
+      stopped: false,
+      // Short of figures, as a daemon of another version might send.
+      timings: { prompt_n: 1 } as unknown as Timings,
+    },
     { type: "user", text: "Once more" },
     { type: "done", id: 3, stopped: false },
   );
@@ -151,7 +160,14 @@ Deno.test("search marks are kept when they lie in the text, in order; otherwise 
   for (
     const marks of [[[0, 99]], [[5, 3]], [[4, 8], [2, 6]], [["a", 2]], "0,3"]
   ) {
-    const bad = hitOf({ id: 1, title: "t", snippet: "**x**", text, marks });
+    const bad = hitOf({
+      id: 1,
+      title: "t",
+      snippet: "**x**",
+      text,
+      // Marks out of shape, as a daemon of another version might send.
+      marks: marks as unknown as [number, number][],
+    });
     assert.equal(bad.marks, undefined, JSON.stringify(marks));
   }
   assert.equal(hitOf({ id: 1, title: "t", snippet: "**x**" }).text, undefined);
@@ -198,6 +214,31 @@ Deno.test("each conversation shows its own context meter, never the one before",
     summarized: 5,
   });
   assert.equal(model.ctx.summarized, 5);
+});
+
+Deno.test("a hello's meter counts the turns the summary covers", () => {
+  const model = new CanvasModel();
+  feed(
+    model,
+    hello({
+      id: 4,
+      ctx_used: 3000,
+      ctx_max: 4096,
+      ctx_sent: 4,
+      ctx_total: 9,
+      ctx_summarized: 5,
+    }),
+  );
+  assert.deepEqual(model.ctx, {
+    used: 3000,
+    max: 4096,
+    sent: 4,
+    total: 9,
+    summarized: 5,
+  });
+  // Another conversation's hello: its figures, none carried over.
+  feed(model, hello({ id: 6, ctx_used: 200, ctx_max: 4096 }));
+  assert.equal(model.ctx.summarized, null);
 });
 
 Deno.test("a socket the bridge closed for want of a daemon is a daemon down, and hello brings it back", () => {
