@@ -38,7 +38,7 @@
  * @typedef {{key: string, id: number | null, user: string, reply: string,
  *   think: string, tools: ToolMark[], replaces: boolean}} Pending
  */
-/** @typedef {{text: string, turns: number}} Summary */
+/** @typedef {import("../src/protocol/events.ts").SummaryView} Summary */
 /**
  * The conversation shown: `key` tells apart unsaved ones.
  * @typedef {{key: string, id: number | null, private: boolean, turns: Turn[],
@@ -54,13 +54,12 @@
  * @typedef {{state: string, url: string | null, model: string | null,
  *   ctx_max: number | null, message: string | null}} Backend
  */
-/** @typedef {{call: string, tool: string, args: unknown}} Confirm */
-/** @typedef {{id: number, title: string, updated?: number}} Listed */
+/** @typedef {import("../src/protocol/events.ts").ConfirmView} Confirm */
+/** @typedef {import("../src/protocol/events.ts").ConversationItem} Listed */
 /**
  * A search result: `marks` are `[start, end]` UTF-16 offsets of the matches
  * in `text`; without them, `snippet` marks its matches with `**`.
- * @typedef {{id: number, title: string, snippet: string,
- *   text?: string, marks?: [number, number][]}} Hit
+ * @typedef {import("../src/protocol/events.ts").SearchHit} Hit
  */
 /** @typedef {{text: string, kind: "info" | "error"}} Notice */
 
@@ -149,7 +148,7 @@ export function summaryOf(value) {
 /**
  * A search result as the page draws it; `marks` kept only when each lies
  * within `text`, in order and apart.
- * @param {import("../src/protocol/events.ts").SearchHit} item
+ * @param {Hit} item
  * @returns {Hit}
  */
 export function hitOf(item) {
@@ -183,7 +182,7 @@ export function hitOf(item) {
 /**
  * Whether a value is a tool call waiting for approval.
  * @param {unknown} value
- * @returns {value is import("../src/protocol/events.ts").ConfirmView}
+ * @returns {value is Confirm}
  */
 function isConfirm(value) {
   return value !== null && typeof value === "object" &&
@@ -192,7 +191,7 @@ function isConfirm(value) {
 
 /**
  * A `confirm` event or hello field as the model keeps it.
- * @param {import("../src/protocol/events.ts").ConfirmView} value
+ * @param {Confirm} value
  * @returns {Confirm}
  */
 export function confirmOf(value) {
