@@ -14,8 +14,6 @@ import type { Command, Event, Ref } from "../protocol/protocol.ts";
 import { ChatState, exportedSummary } from "./chat_state.ts";
 import { USAGE_EXIT } from "../base/command_line.ts";
 
-export type { WriteFile } from "./chat_export.ts";
-
 /** Exit codes of `chat`. */
 export const CHAT_EXIT = Object.freeze({
   ok: 0,
