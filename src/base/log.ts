@@ -66,13 +66,7 @@ function emit(level: Level, message: string, fields?: Fields): void {
 /** Causes described at most: a chain longer than this is cut, a loop too. */
 const MAX_CAUSES = 8;
 
-/**
- * Describes an error for the log, which never quotes personal data: an
- * error whose message is known safe (see `hasSafeMessage`) by its class and
- * message, any other by its class and where it was thrown, since its
- * message may quote a conversation or a secret. Each cause follows, the
- * same way.
- */
+/** Describes an error for the log, which never quotes personal data: class and message when the message is known safe (`hasSafeMessage`), else class and where it was thrown; each cause alike. */
 export function describeError(error: unknown): string {
   let text = describeOne(error);
   let cause = error instanceof Error ? error.cause : undefined;
