@@ -9,10 +9,10 @@
 import { describeError, log } from "./src/base/log.ts";
 import { writeAll } from "./src/streams/write_all.ts";
 import {
-  parseCommandLine,
+  readCommandLine,
   USAGE_EXIT,
   UsageError,
-} from "./src/launch/usage.ts";
+} from "./src/base/command_line.ts";
 
 const USAGE = `usage: main.ts [command] [options]
   serve              run the daemon (default)
@@ -39,10 +39,10 @@ const USAGE = `usage: main.ts [command] [options]
 
 /** Refuses any option or argument: the command takes none. */
 function noOptions(command: string, args: string[]): void {
-  parseCommandLine(
-    { args, options: {} },
-    `usage: main.ts ${command} (it takes no options)`,
-  );
+  readCommandLine(args, {
+    options: {},
+    usage: `usage: main.ts ${command} (it takes no options)`,
+  });
 }
 
 async function main(args: string[]): Promise<number> {

@@ -113,7 +113,9 @@ function afterEvent(/** @type {WireEvent} */ event) {
 }
 
 /** An `export` answer, saved as a file. */
-function download(/** @type {WireEvent} */ event) {
+function download(
+  /** @type {import("./model_parts.js").EventOf<"export">} */ event,
+) {
   const json = event.format === "json";
   const blob = new Blob([String(event.text ?? "")], {
     type: json ? "application/json" : "text/markdown",

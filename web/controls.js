@@ -12,12 +12,16 @@ import { SearchBox } from "./search_box.js";
 
 /** @typedef {import("./model.js").CanvasModel} CanvasModel */
 /** @typedef {import("./model.js").Part} Part */
-/** @typedef {import("./model.js").WireEvent} WireEvent */
+/**
+ * @template {import("./model_parts.js").WireEvent["type"]} T
+ * @typedef {import("./model_parts.js").EventOf<T>} EventOf
+ */
 /** @typedef {import("./view.js").CanvasView} CanvasView */
 /** @typedef {(command: import("./connection.js").Command) => string | null} Send */
 /**
  * @typedef {{drawn(changed: Set<Part>): void,
- *   conversationShown(event: WireEvent): void, focusInput(): void}} Controls
+ *   conversationShown(event: EventOf<"conversation">): void,
+ *   focusInput(): void}} Controls
  */
 
 /**

@@ -1,13 +1,15 @@
 // @ts-check
 /**
- * The context meter of each conversation: a `ctx` event follows the `done`
- * of the reply it measured, so it is that reply's conversation's, and the
- * page shows a conversation only its own figures. No DOM here.
+ * The context meter of each conversation: a `ctx` event names the
+ * conversation it measured (a private one's, with no id, follows the `done`
+ * of its reply), and the page shows a conversation only its own figures.
+ * No DOM here.
  */
 import { ctxOf, numberOrNull } from "./model_parts.js";
 
 /** @typedef {import("./model_parts.js").Ctx} Ctx */
-/** @typedef {import("./model_parts.js").WireEvent} WireEvent */
+/** @typedef {import("./model_parts.js").EventOf<"hello">} Hello */
+/** @typedef {import("./model_parts.js").EventOf<"ctx">} CtxEvent */
 
 /** A meter with nothing known. */
 const NO_CTX = Object.freeze({
@@ -30,7 +32,7 @@ export class CtxMeters {
   /**
    * A `hello`: `ctx_sent` is null until a reply in the current
    * conversation reported, and before that `ctx_used` is another's.
-   * @param {WireEvent} event
+   * @param {Hello} event
    * @param {string} key the conversation the hello shows
    */
   hello(event, key) {
@@ -56,11 +58,14 @@ export class CtxMeters {
     this.#lastDone = key;
   }
 
-  /** A `ctx` event, for the last reply's conversation (else `fallback`). */
-  measured(/** @type {WireEvent} */ event, /** @type {string} */ fallback) {
+  /** A `ctx` event, for the conversation it names (without an id: the last reply's, else `fallback`). */
+  measured(/** @type {CtxEvent} */ event, /** @type {string} */ fallback) {
     const ctx = ctxOf(event);
     this.#max = ctx.max ?? this.#max;
-    this.#byKey.set(this.#lastDone || fallback, ctx);
+    const key = typeof event.id === "number"
+      ? `id:${event.id}`
+      : this.#lastDone || fallback;
+    this.#byKey.set(key, ctx);
   }
 
   /** The context size llama-server reported. */

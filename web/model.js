@@ -31,6 +31,9 @@ import { SidebarModel } from "./sidebar_model.js";
 export { isStored };
 
 /** @typedef {import("./model_parts.js").WireEvent} WireEvent */
+/** @typedef {import("./model_parts.js").EventOf<"hello">} Hello */
+/** @typedef {import("./model_parts.js").EventOf<"done">} Done */
+/** @typedef {import("./model_parts.js").EventOf<"error">} ErrorEvent */
 /** @typedef {import("./model_parts.js").Turn} Turn */
 /** @typedef {import("./model_parts.js").Pending} Pending */
 /** @typedef {import("./model_parts.js").Shown} Shown */
@@ -128,7 +131,7 @@ export class CanvasModel extends SidebarModel {
     this.notices.push({ text, kind });
   }
 
-  /** @param {WireEvent} event */
+  /** @param {Hello | import("./model_parts.js").EventOf<"conversation">} event */
   #setCurrent(event) {
     const id = typeof event.id === "number" ? event.id : null;
     this.current = {
@@ -282,7 +285,7 @@ export class CanvasModel extends SidebarModel {
     return changed;
   }
 
-  /** @param {WireEvent} event */
+  /** @param {Hello} event */
   #hello(event) {
     this.greeted = true;
     this.link = { state: "up", code: null, why: "" };
@@ -311,15 +314,15 @@ export class CanvasModel extends SidebarModel {
     this.listens.clear();
   }
 
-  /** @param {WireEvent} event @param {Set<Part>} changed */
+  /** @param {ErrorEvent} event @param {Set<Part>} changed */
   #error(event, changed) {
     changed.add("notices");
     if (event.turn === true) {
       this.#failed(event, changed);
       return;
     }
-    this.searches.delete(event.ref);
     const message = String(event.message ?? "error");
+    if (event.ref !== undefined) this.searches.delete(event.ref);
     if (event.ref !== undefined && this.listens.delete(event.ref)) {
       if (event.code === "unknown_command") {
         this.canListen = false;
@@ -334,7 +337,7 @@ export class CanvasModel extends SidebarModel {
     this.#notice(message, "error");
   }
 
-  /** @param {WireEvent} event @param {Set<Part>} changed */
+  /** @param {Done} event @param {Set<Part>} changed */
   #done(event, changed) {
     const pending = this.pending;
     this.pending = null;
@@ -367,7 +370,7 @@ export class CanvasModel extends SidebarModel {
     if (notice) this.#notice(notice);
   }
 
-  /** @param {WireEvent} event @param {Set<Part>} changed */
+  /** @param {ErrorEvent} event @param {Set<Part>} changed */
   #failed(event, changed) {
     const pending = this.pending;
     this.pending = null;

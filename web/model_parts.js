@@ -6,18 +6,22 @@
  */
 
 /**
- * An event as the daemon sent it, parsed but unchecked: each field is
- * checked where it is read, since an older or newer daemon may send less or
- * more.
- * @typedef {{type: string} & Record<string, any>} WireEvent
+ * An event as the daemon sends it: the protocol's own `Event`, so a field
+ * the daemon never sends is an error here too. It is parsed but unchecked,
+ * so each field is still checked where it is read: an older daemon may send
+ * less.
+ * @typedef {import("../src/protocol/events.ts").Event} WireEvent
+ */
+/**
+ * The event of one type.
+ * @template {WireEvent["type"]} T
+ * @typedef {Extract<WireEvent, {type: T}>} EventOf
  */
 /** @typedef {{name: string, done?: boolean, allowed?: boolean}} ToolMark */
 /**
  * What llama-server reported for a turn (`done.timings`), summed over the
- * turn's requests: prompt tokens read and reused, reply tokens, and the
- * time each took.
- * @typedef {{prompt_n: number, cache_n: number, predicted_n: number,
- *   prompt_ms: number, predicted_ms: number}} Timings
+ * turn's requests.
+ * @typedef {import("../src/protocol/events.ts").Timings} Timings
  */
 /**
  * A turn shown in the conversation. `truncatedBy` says what cut a
@@ -34,7 +38,7 @@
  * @typedef {{key: string, id: number | null, user: string, reply: string,
  *   think: string, tools: ToolMark[], replaces: boolean}} Pending
  */
-/** @typedef {{text: string, turns: number}} Summary */
+/** @typedef {import("../src/protocol/events.ts").SummaryView} Summary */
 /**
  * The conversation shown: `key` tells apart unsaved ones.
  * @typedef {{key: string, id: number | null, private: boolean, turns: Turn[],
@@ -50,13 +54,12 @@
  * @typedef {{state: string, url: string | null, model: string | null,
  *   ctx_max: number | null, message: string | null}} Backend
  */
-/** @typedef {{call: string, tool: string, args: unknown}} Confirm */
-/** @typedef {{id: number, title: string, updated?: number}} Listed */
+/** @typedef {import("../src/protocol/events.ts").ConfirmView} Confirm */
+/** @typedef {import("../src/protocol/events.ts").ConversationItem} Listed */
 /**
  * A search result: `marks` are `[start, end]` UTF-16 offsets of the matches
  * in `text`; without them, `snippet` marks its matches with `**`.
- * @typedef {{id: number, title: string, snippet: string,
- *   text?: string, marks?: [number, number][]}} Hit
+ * @typedef {import("../src/protocol/events.ts").SearchHit} Hit
  */
 /** @typedef {{text: string, kind: "info" | "error"}} Notice */
 
@@ -86,7 +89,7 @@ export function toolMarks(/** @type {unknown} */ tools) {
 
 /**
  * A stored turn from `hello.turns` or `conversation.turns`.
- * @param {any} turn
+ * @param {import("../src/protocol/events.ts").TurnView} turn
  * @returns {Turn}
  */
 export function storedTurn(turn) {
@@ -111,22 +114,21 @@ export function numberOrNull(/** @type {unknown} */ value) {
  */
 export function timingsOf(value) {
   if (value === null || typeof value !== "object") return null;
-  const fields = /** @type {const} */ ([
-    "prompt_n",
-    "cache_n",
-    "predicted_n",
-    "prompt_ms",
-    "predicted_ms",
-  ]);
   const record = /** @type {Record<string, unknown>} */ (value);
-  /** @type {Record<string, number>} */
-  const out = {};
-  for (const field of fields) {
-    const figure = numberOrNull(record[field]);
-    if (figure === null || figure < 0) return null;
-    out[field] = figure;
-  }
-  return /** @type {Timings} */ (out);
+  const figure = (/** @type {keyof Timings} */ field) => {
+    const n = numberOrNull(record[field]);
+    return n === null || n < 0 ? null : n;
+  };
+  const timings = {
+    prompt_n: figure("prompt_n"),
+    cache_n: figure("cache_n"),
+    predicted_n: figure("predicted_n"),
+    prompt_ms: figure("prompt_ms"),
+    predicted_ms: figure("predicted_ms"),
+  };
+  return Object.values(timings).every((n) => n !== null)
+    ? /** @type {Timings} */ (timings)
+    : null;
 }
 
 /**
@@ -146,7 +148,7 @@ export function summaryOf(value) {
 /**
  * A search result as the page draws it; `marks` kept only when each lies
  * within `text`, in order and apart.
- * @param {any} item
+ * @param {Hit} item
  * @returns {Hit}
  */
 export function hitOf(item) {
@@ -163,7 +165,8 @@ export function hitOf(item) {
   const kept = [];
   let at = 0;
   for (const mark of marks) {
-    const [start, end] = Array.isArray(mark) ? mark : [];
+    if (!Array.isArray(mark)) return hit;
+    const [start, end] = mark;
     if (
       !Number.isInteger(start) || !Number.isInteger(end) || start < at ||
       end <= start || end > text.length
@@ -176,15 +179,19 @@ export function hitOf(item) {
   return { ...hit, text, marks: kept };
 }
 
-/** Whether a value is a tool call waiting for approval. */
-function isConfirm(/** @type {any} */ value) {
+/**
+ * Whether a value is a tool call waiting for approval.
+ * @param {unknown} value
+ * @returns {value is Confirm}
+ */
+function isConfirm(value) {
   return value !== null && typeof value === "object" &&
-    value.call !== undefined;
+    /** @type {{call?: unknown}} */ (value).call !== undefined;
 }
 
 /**
  * A `confirm` event or hello field as the model keeps it.
- * @param {any} value
+ * @param {Confirm} value
  * @returns {Confirm}
  */
 export function confirmOf(value) {
@@ -195,15 +202,13 @@ export function confirmOf(value) {
  * The tool call a `hello` says waits for approval: `hello.confirm`, sent
  * whichever conversation the reply belongs to, else `hello.pending.confirm`
  * (a daemon without the first).
- * @param {WireEvent} event
+ * @param {EventOf<"hello">} event
  * @returns {Confirm | null}
  */
 export function helloConfirm(event) {
   if (isConfirm(event.confirm)) return confirmOf(event.confirm);
-  if (isConfirm(event.pending?.confirm)) {
-    return confirmOf(event.pending.confirm);
-  }
-  return null;
+  const inPending = event.pending?.confirm;
+  return isConfirm(inPending) ? confirmOf(inPending) : null;
 }
 
 /**

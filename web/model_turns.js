@@ -5,7 +5,9 @@
  */
 import { isStored, newPending, timingsOf, toolMarks } from "./model_parts.js";
 
-/** @typedef {import("./model_parts.js").WireEvent} WireEvent */
+/** @typedef {import("./model_parts.js").EventOf<"hello">} Hello */
+/** @typedef {import("./model_parts.js").EventOf<"done">} Done */
+/** @typedef {import("./model_parts.js").EventOf<"error">} ErrorEvent */
 /** @typedef {import("./model_parts.js").Turn} Turn */
 /** @typedef {import("./model_parts.js").Pending} Pending */
 /** @typedef {import("./model_parts.js").Shown} Shown */
@@ -17,7 +19,7 @@ import { isStored, newPending, timingsOf, toolMarks } from "./model_parts.js";
  * daemon leaves out (`pending: null` while `state` says one runs) will
  * create a conversation other than the unsaved one shown: it streams
  * elsewhere too, under a key no conversation shown has.
- * @param {WireEvent} event
+ * @param {Hello} event
  * @param {string} shownKey the key of the conversation the hello shows
  * @param {(id: number | null) => string} keyOf a key for another conversation
  * @returns {Pending | null}
@@ -46,7 +48,7 @@ export function helloPending(event, shownKey, keyOf) {
 /** A `tool` event on the reply's marks: a start, or the end of the one running. */
 export function markTool(
   /** @type {import("./model_parts.js").ToolMark[]} */ tools,
-  /** @type {WireEvent} */ event,
+  /** @type {import("./model_parts.js").EventOf<"tool">} */ event,
 ) {
   const name = String(event.name);
   if (!event.done) {
@@ -63,7 +65,7 @@ export function markTool(
 /**
  * The turn a `done` makes of the reply in flight.
  * @param {Pending} pending
- * @param {WireEvent} event
+ * @param {Done} event
  * @returns {Turn}
  */
 export function finishedTurn(pending, event) {
@@ -86,7 +88,7 @@ export function finishedTurn(pending, event) {
 /**
  * The turn an `error` with `turn: true` makes of the reply in flight.
  * @param {Pending} pending
- * @param {WireEvent} event
+ * @param {ErrorEvent} event
  * @returns {Turn}
  */
 export function failedTurn(pending, event) {

@@ -59,8 +59,10 @@ export class SidebarModel {
         return true;
       case "results": {
         // An answer to a query no longer in the box is dropped.
-        const q = this.searches.get(event.ref);
-        this.searches.delete(event.ref);
+        const ref = event.ref;
+        if (ref === undefined) return false;
+        const q = this.searches.get(ref);
+        this.searches.delete(ref);
         if (q === undefined || q !== this.query) return false;
         this.results = Array.isArray(event.items) ? event.items.map(hitOf) : [];
         this.resultsFor = q;
@@ -73,7 +75,7 @@ export class SidebarModel {
     return false;
   }
 
-  /** @param {WireEvent} event */
+  /** @param {import("./model_parts.js").EventOf<"renamed">} event */
   #renamed(event) {
     const item = this.conversations.find((entry) => entry.id === event.id);
     if (item) item.title = event.title;

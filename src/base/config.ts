@@ -6,7 +6,7 @@
 
 import { isAbsolute, join } from "node:path";
 import { parse, TomlDate, TomlError } from "smol-toml";
-import { AssistantError } from "./errors.ts";
+import { AssistantError, withSafeMessage } from "./errors.ts";
 import { clean, type Env, type Paths, readEnv } from "./paths.ts";
 import { parseMcpTable } from "./mcp_config.ts";
 import {
@@ -139,7 +139,9 @@ function parseToml(text: string, file: string): Table {
     if (error instanceof TomlError) {
       const reason = error.message.replace(/^Invalid TOML document: /, "")
         .split("\n")[0];
-      throw new SyntaxError(`${file}:${error.line}:${error.column}: ${reason}`);
+      throw withSafeMessage(
+        new SyntaxError(`${file}:${error.line}:${error.column}: ${reason}`),
+      );
     }
     throw error;
   }
@@ -171,7 +173,7 @@ export function parseConfig(
   const complain = (key: string, problem: string): never => {
     const line = lineOf(text, key);
     const where = line === undefined ? file : `${file}:${line}`;
-    throw new TypeError(`${where}: key "${key}" ${problem}`);
+    throw withSafeMessage(new TypeError(`${where}: key "${key}" ${problem}`));
   };
 
   const keys = configKeys(paths);
@@ -275,9 +277,11 @@ export async function loadConfig(
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch (error) {
-    throw new SyntaxError(`${file}: not valid UTF-8: save it as UTF-8`, {
-      cause: error,
-    });
+    throw withSafeMessage(
+      new SyntaxError(`${file}: not valid UTF-8: save it as UTF-8`, {
+        cause: error,
+      }),
+    );
   }
   return parseConfig(text, file, paths, env);
 }

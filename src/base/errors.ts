@@ -36,3 +36,17 @@ export class AssistantError extends Error {
       this.message.slice(at + this.quoted.length);
   }
 }
+
+/** Errors outside AssistantError whose message was written to quote nothing personal or secret. */
+const safeMessages = new WeakSet<Error>();
+
+/** Marks an error whose message quotes nothing personal or secret (a config error's file, line and key), so the log may quote it; returns it. */
+export function withSafeMessage<E extends Error>(error: E): E {
+  safeMessages.add(error);
+  return error;
+}
+
+/** Whether an error's message is safe for the log: an AssistantError's (less what it quotes from llama-server), or one marked by {@link withSafeMessage}. */
+export function hasSafeMessage(error: Error): boolean {
+  return error instanceof AssistantError || safeMessages.has(error);
+}

@@ -4,7 +4,7 @@
  * Callers pass lengths, ids and counts as fields, never conversation text:
  * history is personal data and the log is not.
  */
-import { AssistantError } from "./errors.ts";
+import { AssistantError, hasSafeMessage } from "./errors.ts";
 
 /** Severity of a log line. */
 export type Level = "debug" | "info" | "warn" | "error";
@@ -63,37 +63,41 @@ function emit(level: Level, message: string, fields?: Fields): void {
   sink.write(line + "\n");
 }
 
-/** Describes an error for the log: class and message, with causes. */
+/** Causes described at most: a chain longer than this is cut, a loop too. */
+const MAX_CAUSES = 8;
+
+/** Describes an error for the log, which never quotes personal data: class and message when the message is known safe (`hasSafeMessage`), else class and where it was thrown; each cause alike. */
 export function describeError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  let text = `${error.name}: ${error.message}`;
-  if (error.cause !== undefined) {
-    text += ` (cause: ${describeError(error.cause)})`;
+  let text = describeOne(error);
+  let cause = error instanceof Error ? error.cause : undefined;
+  for (let depth = 0; cause !== undefined; depth++) {
+    if (depth === MAX_CAUSES) return `${text} (cause: …)`;
+    text += ` (cause: ${describeOne(cause)})`;
+    cause = cause instanceof Error ? cause.cause : undefined;
   }
   return text;
 }
 
-/**
- * Describes an error whose causes may quote conversation text (a JSON parse
- * error quotes the chunk it choked on): the message of the error itself,
- * without what it quotes from llama-server, and only the class names of its
- * causes.
- */
-export function describeSafely(error: unknown): string {
+/** @deprecated The same as {@link describeError}. */
+export const describeSafely: (error: unknown) => string = describeError;
+
+function describeOne(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
-  const message = error instanceof AssistantError
-    ? error.loggable
-    : error.message;
-  let text = `${error.name}: ${message}`;
-  for (
-    let cause = error.cause;
-    cause !== undefined;
-    cause = (cause as Error).cause
-  ) {
-    text += ` (cause: ${cause instanceof Error ? cause.name : typeof cause})`;
-    if (!(cause instanceof Error)) break;
+  if (error instanceof AssistantError) {
+    return `${error.name}: ${error.loggable}`;
   }
-  return text;
+  if (hasSafeMessage(error)) return `${error.name}: ${error.message}`;
+  const frame = thrownAt(error);
+  return frame === null ? error.name : `${error.name} ${frame}`;
+}
+
+/** The stack's first frame (`at fn (file:line:col)`), read after the message, whose lines it must not be taken from. */
+function thrownAt(error: Error): string | null {
+  const stack = error.stack ?? "";
+  const at = error.message === "" ? -1 : stack.indexOf(error.message);
+  const frames = at === -1 ? stack : stack.slice(at + error.message.length);
+  const frame = frames.split("\n").find((line) => /^\s+at /.test(line));
+  return frame?.trim() ?? null;
 }
 
 /** The logger used by every module. */

@@ -16,7 +16,7 @@ import { consoleSize } from "./terminal_text.ts";
 import { ASK_EXIT, STOPPED_ELSEWHERE, TurnPrinter } from "./ask_turn.ts";
 
 export { ASK_EXIT } from "./ask_turn.ts";
-import { readCommandLine } from "./cli_args.ts";
+import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 /** Injected parts of `ask`; the real ones by default. */
 export interface AskOptions {
@@ -50,7 +50,7 @@ export interface AskArgs {
   words: string[];
 }
 
-/** Parses ask's arguments (words after `--` are the question's); TypeError naming an unknown flag. */
+/** Parses ask's arguments (words after `--` are the question's); UsageError naming an unknown flag. */
 export function parseAskArgs(args: string[]): AskArgs {
   const { values, positionals } = readCommandLine(args, {
     options: {
@@ -120,7 +120,8 @@ export async function runAsk(
   try {
     parsed = parseAskArgs(args);
   } catch (error) {
-    await writeAll(stderr, `${(error as Error).message}\n`);
+    if (!(error instanceof UsageError)) throw error;
+    await writeAll(stderr, `${error.message}\n`);
     return ASK_EXIT.usage;
   }
   using interrupts = new Interrupts(options.interrupt);
@@ -144,7 +145,7 @@ export async function runAsk(
   if (question.trim() === "") {
     await writeAll(
       stderr,
-      `No question: give it as an argument or on stdin.\n${USAGE}\n`,
+      `Give the question as an argument or on stdin: ${USAGE}\n`,
     );
     return ASK_EXIT.usage;
   }

@@ -7,13 +7,14 @@ import type { Event, Ref } from "../protocol/events.ts";
 import type { MarkdownReplyView } from "./chat_turn.ts";
 import { writeAll, type Writer } from "../streams/write_all.ts";
 import { sanitize } from "./terminal_text.ts";
+import { USAGE_EXIT } from "../base/command_line.ts";
 
 /** Exit codes of `ask`. */
 export const ASK_EXIT = Object.freeze({
   ok: 0,
   failed: 1,
   noDaemon: 2,
-  usage: 64,
+  usage: USAGE_EXIT,
   interrupted: 130,
 });
 

@@ -13,7 +13,7 @@ import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../streams/line_stream.ts";
 import { consoleSize } from "./terminal_text.ts";
-import { readCommandLine } from "./cli_args.ts";
+import { readCommandLine, UsageError } from "../base/command_line.ts";
 import { writeAllSync } from "../streams/write_all.ts";
 
 export { CHAT_EXIT } from "./chat_session.ts";
@@ -63,7 +63,7 @@ export interface ChatArgs {
   exportDir: string | null;
 }
 
-/** Parses chat's arguments; TypeError naming an unknown one. */
+/** Parses chat's arguments; UsageError naming an unknown one. */
 export function parseChatArgs(args: string[]): ChatArgs {
   const { values } = readCommandLine(args, {
     options: {
@@ -72,13 +72,11 @@ export function parseChatArgs(args: string[]): ChatArgs {
       "export-dir": { type: "string" },
     },
     usage: USAGE,
-    positionals: false,
     needs: { "export-dir": "a directory" },
-    unknown: "argument",
   });
   const dir = values["export-dir"];
   if (dir === "") {
-    throw new TypeError(`--export-dir needs a directory: ${USAGE}`);
+    throw new UsageError(`--export-dir needs a directory: ${USAGE}`);
   }
   return {
     think: !values["no-think"],
@@ -110,7 +108,8 @@ export async function runChat(
   try {
     ({ think, raw, exportDir } = parseChatArgs(args));
   } catch (error) {
-    err(`${(error as Error).message}\n`);
+    if (!(error instanceof UsageError)) throw error;
+    err(`${error.message}\n`);
     return CHAT_EXIT.usage;
   }
   const colors = options.colors ?? (Deno.stdout.isTerminal() && !Deno.noColor);

@@ -12,15 +12,14 @@ import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
 import type { Command, Event, Ref } from "../protocol/protocol.ts";
 import { ChatState, exportedSummary } from "./chat_state.ts";
-
-export type { WriteFile } from "./chat_export.ts";
+import { USAGE_EXIT } from "../base/command_line.ts";
 
 /** Exit codes of `chat`. */
 export const CHAT_EXIT = Object.freeze({
   ok: 0,
   failed: 1,
   noDaemon: 2,
-  usage: 64,
+  usage: USAGE_EXIT,
   interrupted: 130,
 });
 

@@ -8,7 +8,11 @@ import type { Env } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
 import { writeAll, type Writer } from "../streams/write_all.ts";
 import { sanitize } from "./terminal_text.ts";
-import { readCommandLine } from "./cli_args.ts";
+import {
+  readCommandLine,
+  USAGE_EXIT,
+  UsageError,
+} from "../base/command_line.ts";
 
 /** Injected parts of `export`; the real ones by default. */
 export interface ExportOptions {
@@ -24,7 +28,7 @@ export const EXPORT_EXIT = Object.freeze({
   ok: 0,
   failed: 1,
   noDaemon: 2,
-  usage: 64,
+  usage: USAGE_EXIT,
 });
 
 const USAGE = "usage: main.ts export ID [--json]";
@@ -35,7 +39,7 @@ export interface ExportArgs {
   json: boolean;
 }
 
-/** Parses export's arguments; TypeError naming what is wrong. */
+/** Parses export's arguments; UsageError naming what is wrong. */
 export function parseExportArgs(args: string[]): ExportArgs {
   const { values, positionals } = readCommandLine(args, {
     options: { json: { type: "boolean" } },
@@ -45,11 +49,11 @@ export function parseExportArgs(args: string[]): ExportArgs {
   const json = values.json === true;
   const [word, ...extra] = positionals;
   if (word === undefined || extra.length > 0) {
-    throw new TypeError(`Give one conversation id: ${USAGE}`);
+    throw new UsageError(`Give one conversation id: ${USAGE}`);
   }
   const id = Number(word);
   if (!/^-?\d+$/.test(word) || !Number.isSafeInteger(id)) {
-    throw new TypeError(
+    throw new UsageError(
       `The conversation id must be a whole number (see /list in chat), got ${
         JSON.stringify(word)
       }: ${USAGE}`,
@@ -69,7 +73,8 @@ export async function runExport(
   try {
     parsed = parseExportArgs(args);
   } catch (error) {
-    await writeAll(stderr, `${(error as Error).message}\n`);
+    if (!(error instanceof UsageError)) throw error;
+    await writeAll(stderr, `${error.message}\n`);
     return EXPORT_EXIT.usage;
   }
   const client = await connectOrExplain(

@@ -30,7 +30,7 @@ import { groupKillHelper } from "../tools/runner.ts";
 import { loadTools } from "../tools/load.ts";
 import { planMcp } from "../tools/mcp_plan.ts";
 import { VERSION } from "../base/version.ts";
-import { parseCommandLine } from "./usage.ts";
+import { readCommandLine } from "../base/command_line.ts";
 
 /** Integrity problems listed one by one before the rest are counted. */
 const MAX_PROBLEMS = 10;
@@ -248,10 +248,10 @@ function print(line: string): Promise<void> {
 
 /** `main.ts check`: prints one line per check; 0 when none failed, 1 otherwise. */
 export async function runCheck(args: string[]): Promise<number> {
-  parseCommandLine(
-    { args, options: {} },
-    "usage: main.ts check (it takes no options)",
-  );
+  readCommandLine(args, {
+    options: {},
+    usage: "usage: main.ts check (it takes no options)",
+  });
   setQuiet(true);
   let failed = false;
   for await (const line of checks()) {

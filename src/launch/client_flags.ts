@@ -12,7 +12,7 @@ import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 import { clientFlags } from "../clients/client.ts";
 import { printTaskCommand, taskCommand } from "./task_command.ts";
-import { parseCommandLine, UsageError } from "./usage.ts";
+import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 const USAGE = "usage: main.ts client-flags [--task] chat|ask";
 
@@ -29,11 +29,11 @@ export function clientGrants(
 
 /** `main.ts client-flags [--task] chat|ask`: the flags, or with `--task` the client's whole command; resolves to the exit code. */
 export async function printClientFlags(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandLine({
-    args,
+  const { values, positionals } = readCommandLine(args, {
     options: { task: { type: "boolean" } },
-    allowPositionals: true,
-  }, USAGE);
+    usage: USAGE,
+    positionals: true,
+  });
   const [client, ...more] = positionals;
   if (client === undefined || !CLIENTS.has(client) || more.length > 0) {
     throw new UsageError(

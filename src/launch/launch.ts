@@ -24,7 +24,7 @@ import { loadTools, type SkippedTool } from "../tools/load.ts";
 import { processPath } from "../tools/executable.ts";
 import { mcpExecutables } from "../tools/mcp_plan.ts";
 import { printTaskCommand, taskCommand } from "./task_command.ts";
-import { parseCommandLine, UsageError } from "./usage.ts";
+import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 /** The command line's entry point: what the launched process runs. */
 export const MAIN_MODULE: string = fileURLToPath(
@@ -124,10 +124,10 @@ const FLAGS_USAGE = "usage: main.ts flags [--shell|--task]";
  * (task_command.ts).
  */
 export async function printFlags(args: string[]): Promise<number> {
-  const { values } = parseCommandLine({
-    args,
+  const { values } = readCommandLine(args, {
     options: { shell: { type: "boolean" }, task: { type: "boolean" } },
-  }, FLAGS_USAGE);
+    usage: FLAGS_USAGE,
+  });
   if (values.shell && values.task) {
     throw new UsageError(
       `--shell and --task exclude each other: ${FLAGS_USAGE}`,
@@ -253,10 +253,11 @@ export function compiledFlags(
 const COMPILE_USAGE = "usage: main.ts launch compile [--output PATH]";
 
 async function compile(args: string[]): Promise<number> {
-  const { values } = parseCommandLine({
-    args,
+  const { values } = readCommandLine(args, {
     options: { output: { type: "string" } },
-  }, COMPILE_USAGE);
+    usage: COMPILE_USAGE,
+    needs: { output: "a path" },
+  });
   if (values.output === "") {
     throw new UsageError(`--output needs a path: ${COMPILE_USAGE}`);
   }

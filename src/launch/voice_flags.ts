@@ -7,7 +7,7 @@
  */
 import { MAIN_MODULE } from "./launch.ts";
 import { printTaskCommand, taskCommand } from "./task_command.ts";
-import { parseCommandLine } from "./usage.ts";
+import { readCommandLine } from "../base/command_line.ts";
 import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
 import { setQuiet } from "../base/log.ts";
@@ -57,10 +57,10 @@ export async function voiceGrants(
 
 /** `main.ts voice-flags [--task]`: the voice client's flags, or with `--task` its whole command; resolves to the exit code. */
 export async function printVoiceFlags(args: string[]): Promise<number> {
-  const { values } = parseCommandLine({
-    args,
+  const { values } = readCommandLine(args, {
     options: { task: { type: "boolean" } },
-  }, USAGE);
+    usage: USAGE,
+  });
   setQuiet(true);
   if (values.task) {
     return await printTaskCommand({

@@ -13,7 +13,7 @@ import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 import { parseWebArgs, webFlags } from "../web/web.ts";
 import { printTaskCommand, taskCommand } from "./task_command.ts";
-import { parseCommandLine, UsageError } from "./usage.ts";
+import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 const USAGE = "usage: main.ts web-flags [--task] [--port N]";
 
@@ -52,17 +52,18 @@ function portOf(text: string | undefined): number | null {
   try {
     return parseWebArgs(["--port", text]).port;
   } catch (error) {
-    if (!(error instanceof TypeError)) throw error;
+    if (!(error instanceof UsageError)) throw error;
     throw new UsageError(error.message.replace(/usage: .*$/, USAGE));
   }
 }
 
 /** `main.ts web-flags [--task] [--port N]`: the canvas's flags, or with `--task` its whole command; resolves to the exit code. */
 export async function printWebFlags(args: string[]): Promise<number> {
-  const { values } = parseCommandLine({
-    args,
+  const { values } = readCommandLine(args, {
     options: { task: { type: "boolean" }, port: { type: "string" } },
-  }, USAGE);
+    usage: USAGE,
+    needs: { port: "a port number from 0 to 65535" },
+  });
   const port = portOf(values.port);
   setQuiet(true);
   if (values.task) {

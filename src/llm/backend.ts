@@ -10,6 +10,19 @@ import { log } from "../base/log.ts";
 import type { LookupObserver, ModelChoice } from "./client.ts";
 import { probeBackend, unknownBackend } from "./backend_probe.ts";
 
+/** What the polls wait on: the real timers by default; a test's own lets it drive time. */
+export interface PollTimer {
+  /** Runs `run` once, `ms` from now; the handle cancels it. */
+  set(run: () => void, ms: number): unknown;
+  /** Cancels a run not yet made. */
+  cancel(handle: unknown): void;
+}
+
+const REAL_TIMER: PollTimer = {
+  set: (run, ms) => setTimeout(run, ms),
+  cancel: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
 /** Options of a {@link BackendWatch}. */
 export interface BackendWatchOptions {
   url: string;
@@ -24,7 +37,10 @@ export interface BackendWatchOptions {
   /** True while a reply is in flight: no poll then. */
   busy: () => boolean;
   fetch?: typeof fetch;
+  /** Milliseconds on the clock `timer` runs by; default `performance.now`. */
   now?: () => number;
+  /** Waits between polls; default the real timers. */
+  timer?: PollTimer;
 }
 
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -33,6 +49,7 @@ const DEFAULT_TIMEOUT_MS = 5000;
 export class BackendWatch implements LookupObserver, Disposable {
   readonly #options: BackendWatchOptions;
   readonly #now: () => number;
+  readonly #timers: PollTimer;
   readonly #closing = new AbortController();
   /** Context sizes the turns measured, per model. */
   readonly #ctx = new Map<string, number>();
@@ -41,7 +58,7 @@ export class BackendWatch implements LookupObserver, Disposable {
   #seq = 0;
   #applied = 0;
   #clients = 0;
-  #timer: ReturnType<typeof setTimeout> | null = null;
+  #timer: unknown = null;
   #probing: Promise<void> | null = null;
   #again = false;
   #force = false;
@@ -53,6 +70,7 @@ export class BackendWatch implements LookupObserver, Disposable {
   constructor(options: BackendWatchOptions) {
     this.#options = options;
     this.#now = options.now ?? (() => performance.now());
+    this.#timers = options.timer ?? REAL_TIMER;
     this.#view = unknownBackend(options.url);
   }
 
@@ -181,11 +199,11 @@ export class BackendWatch implements LookupObserver, Disposable {
     ) {
       return;
     }
-    this.#timer = setTimeout(() => this.#tick(), poll);
+    this.#timer = this.#timers.set(() => this.#tick(), poll);
   }
 
   #cancelTimer(): void {
-    if (this.#timer !== null) clearTimeout(this.#timer);
+    if (this.#timer !== null) this.#timers.cancel(this.#timer);
     this.#timer = null;
   }
 

@@ -5,26 +5,16 @@
  */
 import { type EventSourceMessage, ParseError } from "eventsource-parser/stream";
 import { AssistantError } from "../base/errors.ts";
+import type { Timings } from "../protocol/events.ts";
 
-/** What one request cost, from the `timings` of its final chunk. */
-export interface Timings {
-  /** Prompt tokens the server evaluated. */
-  prompt_n: number;
-  /** Prompt tokens it reused from its cache instead. */
-  cache_n: number;
-  /** Tokens it generated. */
-  predicted_n: number;
-  /** Milliseconds spent evaluating the prompt. */
-  prompt_ms: number;
-  /** Milliseconds spent generating. */
-  predicted_ms: number;
-}
+export type { Timings } from "../protocol/events.ts";
 
 /**
  * One typed piece of a streamed reply. `usage` and `timings` come from the
  * final chunk (the finish chunk without `include_usage`, the `choices: []`
  * chunk with it); `timings` comes at most once, last, just before the stream
- * ends, and only when the server reported all five numbers.
+ * ends, and only when the server reported all five numbers, none negative
+ * or infinite.
  */
 export type Delta =
   | { kind: "think"; text: string }
@@ -79,8 +69,8 @@ function usageDelta(chunk: Record<string, unknown>): Delta | null {
       ? { kind: "usage", used: usage.total_tokens, prompt }
       : { kind: "usage", used: usage.total_tokens };
   }
-  const timings = chunk.timings;
-  if (!isRecord(timings)) return null;
+  const timings = trustedTimings(chunk);
+  if (timings === null) return null;
   const { cache_n: cached, prompt_n: prompt, predicted_n: predicted } = timings;
   if (
     typeof cached !== "number" || typeof prompt !== "number" ||
@@ -95,15 +85,39 @@ function usageDelta(chunk: Record<string, unknown>): Delta | null {
   };
 }
 
-/** The five numbers of a chunk's `timings`; null when any is missing or not a number. */
-function readTimings(chunk: Record<string, unknown>): Timings | null {
+const TIMING_FIGURES = [
+  "prompt_n",
+  "cache_n",
+  "predicted_n",
+  "prompt_ms",
+  "predicted_ms",
+] as const;
+
+/**
+ * A chunk's `timings`; null when it has none, or when any of the five
+ * figures is a negative or infinite number: a server that gets one wrong is
+ * trusted for none of them, as if it had reported nothing.
+ */
+function trustedTimings(
+  chunk: Record<string, unknown>,
+): Record<string, unknown> | null {
   const timings = chunk.timings;
   if (!isRecord(timings)) return null;
+  const wrong = TIMING_FIGURES.some((field) => {
+    const figure = timings[field];
+    return typeof figure === "number" &&
+      !(Number.isFinite(figure) && figure >= 0);
+  });
+  return wrong ? null : timings;
+}
+
+/** The five figures of a chunk's `timings`; null when any is missing or not a number (see {@link trustedTimings}). */
+function readTimings(chunk: Record<string, unknown>): Timings | null {
+  const timings = trustedTimings(chunk);
+  if (timings === null) return null;
   const { prompt_n, cache_n, predicted_n, prompt_ms, predicted_ms } = timings;
   const numbers = [prompt_n, cache_n, predicted_n, prompt_ms, predicted_ms];
-  if (!numbers.every((n) => typeof n === "number" && Number.isFinite(n))) {
-    return null;
-  }
+  if (!numbers.every((n) => typeof n === "number")) return null;
   return {
     prompt_n: prompt_n as number,
     cache_n: cache_n as number,

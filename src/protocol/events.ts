@@ -66,15 +66,17 @@ export interface BackendView {
   message: string | null;
 }
 
-/** llama-server's `timings` of a turn, summed over its requests. */
+/** What llama-server reported a request cost (the `timings` of its final chunk), and a turn's, summed over its requests. */
 export interface Timings {
-  /** Prompt tokens evaluated. */
+  /** Prompt tokens the server evaluated. */
   prompt_n: number;
-  /** Prompt tokens taken from the cache instead. */
+  /** Prompt tokens it reused from its cache instead. */
   cache_n: number;
-  /** Tokens generated. */
+  /** Tokens it generated. */
   predicted_n: number;
+  /** Milliseconds spent evaluating the prompt. */
   prompt_ms: number;
+  /** Milliseconds spent generating. */
   predicted_ms: number;
 }
 

@@ -138,8 +138,9 @@ export class Server implements AsyncDisposable {
     try {
       listener = Deno.listen({ transport: "unix", path });
     } catch (error) {
+      // For the person starting the daemon: the system's own words.
       throw new AssistantError(
-        `cannot listen on ${path}: ${describeError(error)}`,
+        `cannot listen on ${path}: ${(error as Error).message}`,
         { cause: error },
       );
     }
@@ -149,7 +150,7 @@ export class Server implements AsyncDisposable {
       listener.close();
       await removeQuietly(path);
       throw new AssistantError(
-        `cannot make ${path} private (chmod 0600): ${describeError(error)}`,
+        `cannot make ${path} private (chmod 0600): ${(error as Error).message}`,
         { cause: error },
       );
     }

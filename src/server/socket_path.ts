@@ -9,8 +9,9 @@ export async function clearSocketPath(path: string): Promise<void> {
     info = await Deno.lstat(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return;
+    // For the person starting the daemon: the system's own words.
     throw new AssistantError(
-      `cannot inspect the socket path ${path}: ${describeError(error)}`,
+      `cannot inspect the socket path ${path}: ${(error as Error).message}`,
       { cause: error },
     );
   }
@@ -33,7 +34,7 @@ export async function clearSocketPath(path: string): Promise<void> {
     if (!(error instanceof Deno.errors.ConnectionRefused)) {
       throw new AssistantError(
         `cannot check whether a daemon listens on ${path}: ${
-          describeError(error)
+          (error as Error).message
         }`,
         { cause: error },
       );

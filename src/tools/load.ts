@@ -14,7 +14,7 @@ import {
   resolve,
 } from "node:path";
 import { AssistantError } from "../base/errors.ts";
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 import {
   canRunExecutable,
   processPath,
@@ -324,7 +324,7 @@ export async function loadTools(
       if (error instanceof Deno.errors.NotFound) {
         log.debug("tools dir absent", { dir });
       } else {
-        log.warn("tools dir unreadable", { dir, reason: String(error) });
+        log.warn("tools dir unreadable", { dir, error: describeError(error) });
       }
       continue;
     }

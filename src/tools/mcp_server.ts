@@ -143,7 +143,7 @@ export class McpServer implements AsyncDisposable {
     transport.onerror = (error) => {
       log.debug("mcp server stream error", {
         server: this.name,
-        error: error.name,
+        error: describeError(error),
       });
     };
     // Held from the start, so a dispose during the handshake ends it too.

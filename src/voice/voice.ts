@@ -9,7 +9,11 @@ import {
   connectOrExplain,
   DaemonClient,
 } from "../clients/client.ts";
-import { readCommandLine } from "../clients/cli_args.ts";
+import {
+  readCommandLine,
+  USAGE_EXIT,
+  UsageError,
+} from "../base/command_line.ts";
 import { type Env, readEnv, resolvePaths } from "../base/paths.ts";
 import { holds } from "../base/permissions.ts";
 import { AssistantError } from "../base/errors.ts";
@@ -30,7 +34,7 @@ const USAGE = "usage: main.ts voice";
 const START =
   "start it with deno task voice, which grants exactly what it needs";
 /** Exit codes: as `chat`'s for a daemon that refuses (1) or is absent (2). */
-const EXIT = { ok: 0, failed: 1, usage: 64 } as const;
+const EXIT = { ok: 0, failed: 1, usage: USAGE_EXIT } as const;
 
 /** Options of {@link runVoice}, for tests. */
 export interface RunVoiceOptions {
@@ -145,14 +149,10 @@ export async function runVoice(
   const say = options.say ?? stdoutLine;
   const warn = options.warn ?? stderrLine;
   try {
-    readCommandLine(args, {
-      options: {},
-      usage: USAGE,
-      positionals: false,
-      unknown: "argument",
-    });
+    readCommandLine(args, { options: {}, usage: USAGE });
   } catch (error) {
-    warn((error as TypeError).message);
+    if (!(error instanceof UsageError)) throw error;
+    warn(error.message);
     return EXIT.usage;
   }
   const env = options.env ?? readEnv;

@@ -8,7 +8,7 @@
  * knows lengths, never contents.
  */
 import { LineBatchStream } from "./line_batch.ts";
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 
 /** Close codes the page reads (4000–4999 are the application's own). */
@@ -100,7 +100,7 @@ export class Bridge implements AsyncDisposable {
     } catch (error) {
       await this.#open.promise;
       log.warn("web bridge found no daemon", {
-        error: error instanceof Error ? error.name : typeof error,
+        error: describeError(error),
       });
       this.#end(
         CLOSE.noDaemon,

@@ -5,7 +5,11 @@
  * with its token, and runs until SIGINT or SIGTERM.
  */
 import { CLIENT_ENV_VARS, clientSocketPath } from "../clients/client.ts";
-import { readCommandLine } from "../clients/cli_args.ts";
+import {
+  readCommandLine,
+  USAGE_EXIT,
+  UsageError,
+} from "../base/command_line.ts";
 import { DEFAULT_WEB_PORT } from "../base/config.ts";
 import type { Env } from "../base/paths.ts";
 import { holds, type Kind } from "../base/permissions.ts";
@@ -62,19 +66,17 @@ export function missingWebGrants(input: WebGrantInput): string[] {
   );
 }
 
-/** Parses `web`'s arguments: `{ port }`; TypeError naming a bad one. */
+/** Parses `web`'s arguments: `{ port }`; UsageError naming a bad one. */
 export function parseWebArgs(args: string[]): { port: number } {
   const { values } = readCommandLine(args, {
     options: { port: { type: "string" } },
     usage: USAGE,
-    positionals: false,
     needs: { port: "a port number from 0 to 65535" },
-    unknown: "argument",
   });
   if (values.port === undefined) return { port: DEFAULT_WEB_PORT };
   const port = Number(values.port);
   if (!/^\d+$/.test(values.port) || port > 65535) {
-    throw new TypeError(
+    throw new UsageError(
       `--port takes a port number from 0 to 65535, not ${
         JSON.stringify(values.port)
       }: ${USAGE}`,
@@ -99,8 +101,9 @@ export async function runWeb(
   try {
     ({ port } = parseWebArgs(args));
   } catch (error) {
-    await writeAll(Deno.stderr, `${(error as Error).message}\n`);
-    return 64;
+    if (!(error instanceof UsageError)) throw error;
+    await writeAll(Deno.stderr, `${error.message}\n`);
+    return USAGE_EXIT;
   }
   let server: WebServer;
   try {

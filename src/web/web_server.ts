@@ -12,7 +12,7 @@ import {
   type StaticFile,
 } from "./static_files.ts";
 import { AssistantError } from "../base/errors.ts";
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 
 /** The only address the canvas listens on. */
 export const WEB_HOST = "127.0.0.1";
@@ -85,7 +85,7 @@ export class WebServer implements AsyncDisposable {
         onListen() {},
         onError: (error) => {
           log.warn("web request failed", {
-            error: error instanceof Error ? error.name : typeof error,
+            error: describeError(error),
           });
           return answer(500, "Internal error: see the canvas's log.\n");
         },

@@ -378,6 +378,28 @@ Deno.test("ask exits 1 and says so when another client stops its reply", async (
   assert.match(ask.stderr, /^The reply was stopped before it ended/);
 });
 
+const ASK_USAGE =
+  'usage: main.ts ask [--think] [--json] [--yes] [--render] ["question"]';
+
+Deno.test("ask with no question, as argument or on stdin, says how to give one and exits 64", async () => {
+  const written: string[] = [];
+  const code = await runAsk([], {
+    stdin: new Blob([" \n"]).stream(),
+    stderr: {
+      write: (bytes) => {
+        written.push(new TextDecoder().decode(bytes));
+        return Promise.resolve(bytes.length);
+      },
+    },
+    interrupt: new AbortController().signal,
+  });
+  assert.equal(code, 64);
+  assert.equal(
+    written.join(""),
+    `Give the question as an argument or on stdin: ${ASK_USAGE}\n`,
+  );
+});
+
 Deno.test("parseAskArgs reads flags before the question and names an unknown one", () => {
   assert.deepEqual(parseAskArgs(["--think", "why", "not?"]), {
     think: true,
@@ -400,9 +422,16 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     render: true,
     words: ["--json"],
   });
-  assert.throws(() => parseAskArgs(["--loud", "x"]), /Unknown option --loud/);
-  assert.throws(() => parseAskArgs(["why", "-x"]), /Unknown option -x/);
-  assert.throws(() => parseAskArgs(["--json=no"]), /--json takes no value/);
+  assert.throws(() => parseAskArgs(["--loud", "x"]), {
+    name: "UsageError",
+    message: `Unknown option --loud: ${ASK_USAGE}`,
+  });
+  assert.throws(() => parseAskArgs(["why", "-x"]), {
+    message: `Unknown option -x: ${ASK_USAGE}`,
+  });
+  assert.throws(() => parseAskArgs(["--json=no"]), {
+    message: `--json takes no value: ${ASK_USAGE}`,
+  });
   // Flags anywhere before `--`; a lone `-` is a word.
   assert.deepEqual(parseAskArgs(["why", "--json", "-"]), {
     think: false,

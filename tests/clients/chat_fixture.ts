@@ -1,6 +1,7 @@
 /** A chat session over a stand-in connection, for the chat tests that feed it events. */
 import { Renderer } from "../../src/clients/chat_render.ts";
-import { ChatSession, type WriteFile } from "../../src/clients/chat_session.ts";
+import { ChatSession } from "../../src/clients/chat_session.ts";
+import type { WriteFile } from "../../src/clients/chat_export.ts";
 import type { DaemonClient, HelloEvent } from "../../src/clients/client.ts";
 import { LineEditor } from "../../src/clients/line_editor.ts";
 import type { Command, TurnView } from "../../src/protocol/protocol.ts";

@@ -426,9 +426,17 @@ Deno.test("parseChatArgs takes --no-think, --raw and --export-dir and names anyt
     () => parseChatArgs(["--export-dir", "--raw"]),
     /--export-dir needs a directory: usage: main\.ts chat/,
   );
-  assert.throws(() => parseChatArgs(["--loud"]), /Unknown argument --loud/);
-  assert.throws(() => parseChatArgs(["stray"]), /Unknown argument stray/);
-  assert.throws(() => parseChatArgs(["--raw=1"]), /--raw takes no value/);
+  const usage = "usage: main.ts chat [--no-think] [--raw] [--export-dir DIR]";
+  assert.throws(() => parseChatArgs(["--loud"]), {
+    name: "UsageError",
+    message: `Unknown option --loud: ${usage}`,
+  });
+  assert.throws(() => parseChatArgs(["stray"]), {
+    message: `Unexpected argument stray: ${usage}`,
+  });
+  assert.throws(() => parseChatArgs(["--raw=1"]), {
+    message: `--raw takes no value: ${usage}`,
+  });
 });
 
 Deno.test("piped chat: /retry, /edit, /rename, /export and /private", async () => {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { noDaemonMessage } from "../../src/clients/client.ts";
 import { parseExportArgs } from "../../src/clients/export.ts";
+import { UsageError } from "../../src/base/command_line.ts";
 import {
   clientArgs,
   clientEnv,
@@ -120,8 +121,13 @@ Deno.test("parseExportArgs takes one id and --json in any order", () => {
   assert.deepEqual(parseExportArgs(["--json", "3"]), { id: 3, json: true });
   assert.deepEqual(parseExportArgs(["3", "--json"]), { id: 3, json: true });
   for (const args of [[], ["1", "2"], ["1.5"], ["x"], ["--md", "1"]]) {
-    assert.throws(() => parseExportArgs(args), TypeError, args.join(" "));
+    assert.throws(() => parseExportArgs(args), UsageError, args.join(" "));
   }
-  assert.throws(() => parseExportArgs(["--md", "1"]), /Unknown option --md/);
-  assert.throws(() => parseExportArgs(["1", "2"]), /Give one conversation id/);
+  const usage = "usage: main.ts export ID [--json]";
+  assert.throws(() => parseExportArgs(["--md", "1"]), {
+    message: `Unknown option --md: ${usage}`,
+  });
+  assert.throws(() => parseExportArgs(["1", "2"]), {
+    message: `Give one conversation id: ${usage}`,
+  });
 });

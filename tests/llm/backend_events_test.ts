@@ -2,6 +2,8 @@
  * The backend state as clients see it, end to end: the daemon as a
  * subprocess with its derived flags, real socket clients, and the fake
  * llama-server stopped, restarted, loading, or a router with nothing loaded.
+ * When the watch polls over many periods (no client, nothing changing) is
+ * tested in process with a clock the test moves, in `backend_test.ts`.
  */
 import assert from "node:assert/strict";
 import { Daemon } from "../support/daemon_harness.ts";
@@ -12,10 +14,6 @@ import { isIdle, SocketClient } from "../support/socket_client.ts";
 /** A client that fails a wait longer than `ms`. */
 function connect(daemon: Daemon, ms = 10_000): Promise<SocketClient> {
   return SocketClient.connect(daemon.paths.socketPath, { timeoutMs: ms });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 const healthChecks = (llm: FakeLlm) =>
@@ -131,43 +129,6 @@ Deno.test("a router with only unloaded models is no_model, and nothing is ever l
   assert.equal(up.state, "up");
   assert.equal(up.model, "tiny-a");
   assert.equal(up.ctx_max, 2048);
-});
-
-Deno.test("no backend event while nothing changes: a quiet 10 s with backend_poll = 1", async () => {
-  await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
-    llmUrl: llm.url,
-    config: "backend_poll = 1\n",
-  });
-  await using client = await daemon.connect();
-  await client.next("hello");
-  const before = healthChecks(llm).length;
-  await sleep(10_000);
-  const polls = healthChecks(llm).length - before;
-  assert.ok(polls >= 7, `${polls} polls in 10 s`);
-  assert.deepEqual(client.received.map((e) => e.type), ["hello"]);
-});
-
-Deno.test("no probe while no client is connected; the first client brings a fresh one", async () => {
-  await using llm = await FakeLlm.start();
-  await using daemon = await Daemon.start({
-    llmUrl: llm.url,
-    config: "backend_poll = 0.2\n",
-  });
-  // The probe at start, and nothing more for 2 s (ten poll periods).
-  assert.equal(healthChecks(llm).length, 1);
-  await sleep(2000);
-  assert.equal(healthChecks(llm).length, 1);
-  await using client = await daemon.connect();
-  await client.next("hello");
-  while (healthChecks(llm).length < 2) await llm.nextRequest();
-  assert.ok(healthChecks(llm).length >= 2);
-  // Gone again: the polls stop.
-  await client.close();
-  await sleep(500);
-  const after = healthChecks(llm).length;
-  await sleep(1000);
-  assert.equal(healthChecks(llm).length, after);
 });
 
 Deno.test("no probe while a reply streams: polling adds nothing to a reply in flight", async () => {

@@ -1,6 +1,8 @@
 /**
  * The backend watch, in process against the fake llama-server: when it
  * probes, what a turn's lookup tells it, and when clients hear of a change.
+ * Its polls wait on a clock the tests move, so a quiet spell of many poll
+ * periods takes no real time.
  */
 import assert from "node:assert/strict";
 import {
@@ -10,6 +12,8 @@ import {
 import { LlmClient } from "../../src/llm/client.ts";
 import type { BackendView } from "../../src/protocol/protocol.ts";
 import { FakeLlm, type FakeModel } from "../support/fake_llm.ts";
+import { ManualClock } from "../support/manual_clock.ts";
+import { within } from "../../src/base/within.ts";
 
 const TIMEOUT_MS = 2000;
 
@@ -62,46 +66,110 @@ Deno.test("the watch starts unknown and tells of a state only when it changes", 
   assert.deepEqual(w.watch.view, w.events.at(-1));
 });
 
+/** A watch whose polls wait on `clock`. */
+function clocked(
+  llm: FakeLlm,
+  clock: ManualClock,
+  options: Partial<BackendWatchOptions>,
+): ReturnType<typeof watch> {
+  return watch(llm, { now: clock.now, timer: clock, ...options });
+}
+
+const paths = (llm: FakeLlm) => llm.requests.map((r) => r.path);
+
 Deno.test("no poll without a client; polls while one is connected; none once it left", async () => {
   await using llm = await FakeLlm.start();
-  const w = watch(llm, { pollMs: 50 });
+  const clock = new ManualClock();
+  const w = clocked(llm, clock, { pollMs: 50 });
   using _watch = w.watch;
-  assert.equal(await llm.requestWithin(300), null, "no client, no poll");
+  clock.advance(1000);
+  assert.equal(clock.pending, 0, "no client, no poll");
+  assert.deepEqual(paths(llm), []);
+  // A first client after a quiet spell: a probe at once, then one a period.
   w.watch.clients(1);
-  const polled = await llm.requestWithin(2000);
-  assert.equal(polled?.path, "/health");
-  assert.equal((await llm.requestWithin(2000))?.path, "/v1/models");
-  assert.equal(
-    (await llm.requestWithin(2000))?.path,
-    "/health",
-    "polled again",
-  );
+  await clock.scheduled();
+  assert.deepEqual(paths(llm), ["/health", "/v1/models"]);
+  clock.advance(50);
+  await clock.scheduled();
+  assert.deepEqual(paths(llm), ["/health", "/v1/models", "/health"]);
   w.watch.clients(0);
-  // A probe in flight may finish; then nothing more.
-  await new Promise((resolve) => setTimeout(resolve, 100));
-  const after = llm.requests.length;
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.equal(llm.requests.length, after, "the client left: no more polls");
+  assert.equal(clock.pending, 0, "the client left: no poll is due");
+  clock.advance(1000);
+  assert.equal(llm.requests.length, 3);
 });
 
-Deno.test("no poll while a reply is in flight", async () => {
+Deno.test("no poll while a reply is in flight, however long it runs", async () => {
   await using llm = await FakeLlm.start();
+  const clock = new ManualClock();
   let busy = true;
-  const w = watch(llm, { pollMs: 30, busy: () => busy });
+  const w = clocked(llm, clock, { pollMs: 30, busy: () => busy });
   using _watch = w.watch;
   w.watch.clients(1);
-  assert.equal(await llm.requestWithin(300), null);
+  for (let period = 0; period < 100; period++) clock.advance(30);
+  assert.deepEqual(paths(llm), []);
+  assert.equal(clock.pending, 1, "the next poll is still due");
   busy = false;
-  const polled = await llm.requestWithin(2000);
-  assert.equal(polled?.path, "/health");
+  clock.advance(30);
+  await clock.scheduled();
+  assert.deepEqual(paths(llm), ["/health", "/v1/models"]);
 });
 
 Deno.test("polling off (0): only the probes asked for", async () => {
   await using llm = await FakeLlm.start();
-  const w = watch(llm, { pollMs: 0 });
+  const clock = new ManualClock();
+  const w = clocked(llm, clock, { pollMs: 0 });
   using _watch = w.watch;
   w.watch.clients(1);
-  assert.equal(await llm.requestWithin(300), null);
+  clock.advance(60_000);
+  assert.equal(clock.pending, 0);
+  assert.deepEqual(paths(llm), []);
+  await w.watch.probe();
+  assert.deepEqual(paths(llm), ["/health", "/v1/models"]);
+});
+
+Deno.test("no backend event while nothing changes: ten polls of a steady llama-server tell clients nothing", async () => {
+  await using llm = await FakeLlm.start();
+  const clock = new ManualClock();
+  const w = clocked(llm, clock, { pollMs: 1000 });
+  using _watch = w.watch;
+  await w.watch.probe();
+  w.watch.clients(1);
+  const before = llm.requests.length;
+  for (let period = 0; period < 10; period++) {
+    await clock.scheduled();
+    clock.advance(1000);
+  }
+  await clock.scheduled();
+  // One /health a period: the model list of an unchanged server is not read again.
+  assert.deepEqual(paths(llm).slice(before), Array(10).fill("/health"));
+  assert.deepEqual(w.events.map((e) => e.state), ["up"], "only the first");
+});
+
+Deno.test("no probe while no client is connected; the first client brings a fresh state at once", async () => {
+  await using llm = await FakeLlm.start();
+  const clock = new ManualClock();
+  const w = clocked(llm, clock, { pollMs: 200 });
+  using _watch = w.watch;
+  await w.watch.probe();
+  assert.deepEqual(w.events.map((e) => e.state), ["up"]);
+  // Ten poll periods with no client: nothing is even due.
+  clock.advance(2000);
+  assert.equal(clock.pending, 0);
+  assert.deepEqual(paths(llm), ["/health", "/v1/models"]);
+  // Meanwhile llama-server began loading a model: the first client to come
+  // hears of it before a poll period has passed.
+  llm.setLoading(true);
+  const told = w.next();
+  w.watch.clients(1);
+  assert.ok(await within(told, 2000), "no fresh probe for the first client");
+  assert.equal((await told).state, "loading");
+  assert.deepEqual(paths(llm), ["/health", "/v1/models", "/health"]);
+  // Gone again: the polls stop.
+  await clock.scheduled();
+  w.watch.clients(0);
+  assert.equal(clock.pending, 0);
+  clock.advance(2000);
+  assert.equal(llm.requests.length, 3);
 });
 
 Deno.test("a turn's lookup updates the state: found is up, failed is probed at once", async () => {

@@ -278,6 +278,47 @@ Deno.test("chat deltas: timings missing a number, or none at all, give no cost a
   }
 });
 
+Deno.test("chat deltas: timings with a negative or infinite figure are dropped whole, as if the server sent none", async () => {
+  const usage = { total_tokens: 363, prompt_tokens: 339 };
+  const bad: [string, string][] = [
+    ["prompt_n", "-1"],
+    ["cache_n", "-290"],
+    ["predicted_n", "-24"],
+    ["prompt_ms", "-3.503"],
+    ["predicted_ms", "-0.001"],
+    // JSON has no Infinity, but a number too large for a double reads as one.
+    ["prompt_ms", "1e999"],
+    ["predicted_ms", "-1e999"],
+  ];
+  for (const [field, figure] of bad) {
+    const timings = JSON.stringify(TIMINGS).replace(
+      new RegExp(`"${field}":[^,}]+`),
+      `"${field}":${figure}`,
+    );
+    assert.notEqual(timings, JSON.stringify(TIMINGS));
+    // With include_usage: the usage stands, the cost is gone.
+    const withUsage = await Array.fromAsync(
+      messages(
+        chunk({}, "stop"),
+        `{"choices":[],"usage":${JSON.stringify(usage)},"timings":${timings}}`,
+        "[DONE]",
+      ).pipeThrough(new ChatDeltaStream()),
+    );
+    assert.deepEqual(withUsage, [
+      { kind: "finish", reason: "stop" },
+      { kind: "usage", used: 363, prompt: 339 },
+    ], `${field}: ${figure}`);
+    // Without it the timings were all the server said: no usage either.
+    const alone = await Array.fromAsync(
+      messages(
+        `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"timings":${timings}}`,
+        "[DONE]",
+      ).pipeThrough(new ChatDeltaStream()),
+    );
+    assert.deepEqual(alone, [{ kind: "finish", reason: "stop" }], field);
+  }
+});
+
 Deno.test("chat deltas: a stream that breaks off after its final chunk reports no cost", async () => {
   const seen: Delta[] = [];
   const error = await rejection((async () => {

@@ -7,8 +7,11 @@
 import assert from "node:assert/strict";
 import { CanvasModel, NO_DAEMON } from "../../web/model.js";
 import { hitOf, shortModelName } from "../../web/model_parts.js";
+import type { Event, Timings } from "../../src/protocol/protocol.ts";
 
-type Wire = { type: string } & Record<string, unknown>;
+type Hello = Extract<Event, { type: "hello" }>;
+/** What the daemon's socket carries, one line each. */
+type Wire = Event;
 
 function feed(model: CanvasModel, ...events: Wire[]) {
   const changed = new Set<string>();
@@ -18,7 +21,7 @@ function feed(model: CanvasModel, ...events: Wire[]) {
   return changed;
 }
 
-function hello(extra: Record<string, unknown> = {}): Wire {
+function hello(extra: Partial<Hello> = {}): Hello {
   return {
     type: "hello",
     state: "idle",
@@ -27,6 +30,7 @@ function hello(extra: Record<string, unknown> = {}): Wire {
     ctx_max: null,
     ctx_sent: null,
     ctx_total: null,
+    ctx_summarized: null,
     id: null,
     turns: [],
     pending: null,
@@ -54,7 +58,13 @@ Deno.test("done.timings is kept on the turn; a partial one or none leaves it out
     { type: "token", delta: "Hello." },
     { type: "done", id: 3, stopped: false, timings: TIMINGS },
     { type: "user", text: "Again" },
-    { type: "done", id: 3, stopped: false, timings: { prompt_n: 1 } },
+    {
+      type: "done",
+      id: 3,
+      stopped: false,
+      // Short of figures, as a daemon of another version might send.
+      timings: { prompt_n: 1 } as unknown as Timings,
+    },
     { type: "user", text: "Once more" },
     { type: "done", id: 3, stopped: false },
   );
@@ -151,10 +161,28 @@ Deno.test("search marks are kept when they lie in the text, in order; otherwise 
   for (
     const marks of [[[0, 99]], [[5, 3]], [[4, 8], [2, 6]], [["a", 2]], "0,3"]
   ) {
-    const bad = hitOf({ id: 1, title: "t", snippet: "**x**", text, marks });
+    const bad = hitOf({
+      id: 1,
+      title: "t",
+      snippet: "**x**",
+      text,
+      // Marks out of shape, as a daemon of another version might send.
+      marks: marks as unknown as [number, number][],
+    });
     assert.equal(bad.marks, undefined, JSON.stringify(marks));
   }
   assert.equal(hitOf({ id: 1, title: "t", snippet: "**x**" }).text, undefined);
+});
+
+Deno.test("a ctx event measures the conversation it names, whatever the page shows", () => {
+  const model = new CanvasModel();
+  feed(model, hello({ id: 1, ctx_max: 4096 }));
+  // A reply in conversation 2 ends while the page shows conversation 1,
+  // and no done of it came first (the page connected after it).
+  feed(model, { type: "ctx", id: 2, used: 640, max: 4096, sent: 1, total: 1 });
+  assert.equal(model.ctx.used, null, "not the conversation shown");
+  feed(model, { type: "conversation", id: 2, turns: [] });
+  assert.equal(model.ctx.used, 640);
 });
 
 Deno.test("each conversation shows its own context meter, never the one before", () => {
@@ -172,7 +200,15 @@ Deno.test("each conversation shows its own context meter, never the one before",
     model,
     { type: "user", text: "Fresh" },
     { type: "done", id: 2, stopped: false },
-    { type: "ctx", used: 150, max: 4096, sent: 0, total: 0, summarized: 0 },
+    {
+      type: "ctx",
+      id: 2,
+      used: 150,
+      max: 4096,
+      sent: 0,
+      total: 0,
+      summarized: 0,
+    },
     { type: "state", state: "idle" },
   );
   assert.equal(model.ctx.used, 150);
@@ -186,11 +222,12 @@ Deno.test("each conversation shows its own context meter, never the one before",
     hello({ id: 3, ctx_used: 700, ctx_max: 4096 }),
   );
   assert.equal(model.ctx.used, null, "ctx_sent null: the figure is another's");
-  feed(model, { type: "ctx", used: 10, max: 4096, sent: 0, total: 0 });
+  feed(model, { type: "ctx", id: 3, used: 10, max: 4096, sent: 0, total: 0 });
   assert.equal(model.ctx.used, 10);
   assert.equal(model.ctx.summarized, null);
   feed(model, {
     type: "ctx",
+    id: 3,
     used: 3000,
     max: 4096,
     sent: 4,
@@ -198,6 +235,31 @@ Deno.test("each conversation shows its own context meter, never the one before",
     summarized: 5,
   });
   assert.equal(model.ctx.summarized, 5);
+});
+
+Deno.test("a hello's meter counts the turns the summary covers", () => {
+  const model = new CanvasModel();
+  feed(
+    model,
+    hello({
+      id: 4,
+      ctx_used: 3000,
+      ctx_max: 4096,
+      ctx_sent: 4,
+      ctx_total: 9,
+      ctx_summarized: 5,
+    }),
+  );
+  assert.deepEqual(model.ctx, {
+    used: 3000,
+    max: 4096,
+    sent: 4,
+    total: 9,
+    summarized: 5,
+  });
+  // Another conversation's hello: its figures, none carried over.
+  feed(model, hello({ id: 6, ctx_used: 200, ctx_max: 4096 }));
+  assert.equal(model.ctx.summarized, null);
 });
 
 Deno.test("a socket the bridge closed for want of a daemon is a daemon down, and hello brings it back", () => {

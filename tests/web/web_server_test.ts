@@ -387,6 +387,6 @@ Deno.test("web's command line: --port N or --port=N, and a bad port or a stray w
     });
   }
   assert.throws(() => parseWebArgs(["stray"]), {
-    message: `Unknown argument stray: ${usage}`,
+    message: `Unexpected argument stray: ${usage}`,
   });
 });
