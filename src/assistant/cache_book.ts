@@ -13,7 +13,7 @@
  * prompt cache may hand a request a saved prompt of another conversation
  * with a longer common start, and one request's `cache_n` then says little.
  */
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 
 /** Where findings are kept between runs: the history file. */
 export interface CacheFacts {
@@ -56,7 +56,7 @@ export class CacheBook {
         shifts = this.#facts?.cacheShift(model)?.shifts ?? null;
       } catch (error) {
         log.warn("model cache finding unreadable", {
-          error: error instanceof Error ? error.name : typeof error,
+          error: describeError(error),
         });
       }
       this.#known.set(model, shifts);
@@ -99,7 +99,7 @@ export class CacheBook {
       this.#facts?.setCacheShift(model, shifts);
     } catch (error) {
       log.warn("model cache finding not kept", {
-        error: error instanceof Error ? error.name : typeof error,
+        error: describeError(error),
       });
     }
     return shifts;

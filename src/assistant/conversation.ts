@@ -9,7 +9,7 @@
  * through here alone.
  */
 import { AssistantError } from "../base/errors.ts";
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import type { ModelChoice } from "../llm/client.ts";
 import type { SummaryView, TurnView } from "../protocol/protocol.ts";
@@ -246,7 +246,7 @@ export class Conversation {
       } catch (error) {
         log.warn("saved turn not found for its count", {
           conv: this.#id,
-          error: error instanceof Error ? error.name : typeof error,
+          error: describeError(error),
         });
       }
     }

@@ -5,7 +5,7 @@
  * starts aborts the one in flight, which is run again at the next pause. A
  * job is kept under a key; asking again for a key replaces its job.
  */
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 
 /** One side request; its signal aborts when a reply starts (it is then run again later), when it is cancelled, or at shutdown. */
 export type SideJob = (signal: AbortSignal) => Promise<void>;
@@ -92,7 +92,7 @@ export class IdleRunner<K = unknown> implements Disposable {
     this.#finished = job(signal).catch((error) => {
       // A job handles its own failures; this is a fault in one.
       log.error("side request failed", {
-        error: error instanceof Error ? error.name : typeof error,
+        error: describeError(error),
       });
     }).finally(() => {
       // Given way to a reply, it waits for the next pause; otherwise it is

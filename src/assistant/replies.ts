@@ -6,10 +6,10 @@
  * one in flight reaches nobody: its events are dropped as they come, and it
  * saves nothing.
  */
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 import { refField } from "../protocol/protocol.ts";
 import type { Conversation } from "./conversation.ts";
-import { countTurn, errorName, turnError } from "./turn_end.ts";
+import { countTurn, turnError } from "./turn_end.ts";
 import type { IdleRunner } from "./idle_runner.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
 import type { Summarizer } from "./summarizer.ts";
@@ -299,7 +299,7 @@ export class Replies {
 
   #track(work: Promise<void>): void {
     const tracked: Promise<void> = work.catch((error) => {
-      log.error("reply run failed", { error: errorName(error) });
+      log.error("reply run failed", { error: describeError(error) });
     }).finally(() => this.#runs.delete(tracked));
     this.#runs.add(tracked);
   }

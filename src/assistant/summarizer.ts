@@ -11,9 +11,9 @@
  * token limit stores nothing; the move then goes ahead without it and the
  * next move asks again, never in a loop.
  */
-import { AssistantError } from "../base/errors.ts";
+import { withSafeMessage } from "../base/errors.ts";
 import type { Config } from "../base/config.ts";
-import { describeSafely, log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 import { contextOverflow } from "../llm/http_error.ts";
 import type { Event } from "../protocol/protocol.ts";
 import type { Conversation, SummaryJob } from "./conversation.ts";
@@ -39,9 +39,14 @@ interface Made {
   tokens: number;
 }
 
-/** Why a summary request stored nothing. */
+/** Why a summary request stored nothing; its message, of this module's own words, is safe to log. */
 class SummaryRefused extends Error {
   override name = "SummaryRefused";
+  /** A refusal in words of its own. */
+  constructor(message: string) {
+    super(message);
+    withSafeMessage(this);
+  }
 }
 
 /** The summary requests of the conversations whose window is about to move. */
@@ -98,13 +103,7 @@ export class Summarizer {
         turns: upTo,
         error: failure === null
           ? "no turn fits the context beside the summary"
-          : failure instanceof SummaryRefused
-          ? failure.message
-          : failure instanceof AssistantError
-          ? describeSafely(failure)
-          : failure instanceof Error
-          ? failure.name
-          : typeof failure,
+          : describeError(failure),
       });
       return;
     }

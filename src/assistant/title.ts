@@ -6,8 +6,7 @@
  * would finish an aborted non-streaming one), and it is tried again once the
  * reply has ended. A user's rename, or a delete, cancels it for good.
  */
-import { describeSafely, log } from "../base/log.ts";
-import { AssistantError } from "../base/errors.ts";
+import { describeError, log } from "../base/log.ts";
 import { chatBody, type ModelChoice } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { cleanTitle, type Event } from "../protocol/protocol.ts";
@@ -116,11 +115,7 @@ export class Titler {
       if (signal.aborted) return;
       log.warn("title request failed", {
         conv: job.id,
-        error: error instanceof AssistantError
-          ? describeSafely(error)
-          : error instanceof Error
-          ? error.name
-          : typeof error,
+        error: describeError(error),
       });
       return;
     }

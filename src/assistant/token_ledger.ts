@@ -8,7 +8,7 @@
  * counts were kept, a server without `/tokenize`) it estimates, erring high.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { describeSafely, log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 
 /** Template tokens around one message, taken high (ChatML uses 5). */
 export const MESSAGE_OVERHEAD = 8;
@@ -192,7 +192,7 @@ export class TokenLedger {
           this.#failed.set(model, this.#now());
           log.warn("token count failed, estimating for a minute", {
             model,
-            error: describeSafely(error),
+            error: describeError(error),
           });
         }
       }

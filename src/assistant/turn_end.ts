@@ -4,7 +4,7 @@
  * turn's tokens, measured after its `done`.
  */
 import { AssistantError, type ErrorCode } from "../base/errors.ts";
-import { describeSafely, log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
 import type { ContextPlan } from "./budget.ts";
 import type { Conversation, HeldTurn } from "./conversation.ts";
 
@@ -19,13 +19,7 @@ export function turnError(
       : shutdown
       ? { code: "shutting_down", message: "the daemon is shutting down" }
       : { code: "reply_failed", message: "reply failed" };
-  // AssistantError messages are written for clients; what they quote from
-  // llama-server may repeat the turn, so the log leaves it out. Anything
-  // else is named by class only.
-  const reason = error instanceof AssistantError
-    ? describeSafely(error)
-    : errorName(error);
-  log.warn("reply failed", { code: answer.code, error: reason });
+  log.warn("reply failed", { code: answer.code, error: describeError(error) });
   return answer;
 }
 
@@ -43,18 +37,11 @@ export async function countTurn(
     tokens = await plan.conclude(turn.messages);
   } catch (error) {
     // The turn is kept; without its size the history estimates it.
-    log.debug("turn count failed", { error: errorName(error) });
+    log.debug("turn count failed", { error: describeError(error) });
     return;
   }
   if (tokens === null) return;
   if (conversation.count(turn, tokens) && turn.row !== null) {
     log.debug("turn counted", { turn: turn.row, tokens });
   }
-}
-
-/** An error's class and where it was thrown: its message might quote the turn. */
-export function errorName(error: unknown): string {
-  if (!(error instanceof Error)) return typeof error;
-  const frame = error.stack?.split("\n")[1]?.trim();
-  return frame ? `${error.name} ${frame}` : error.name;
 }

@@ -4,7 +4,7 @@
  * response ended and what it cost.
  */
 import type { ToolCall } from "../llm/chat_types.ts";
-import type { Timings } from "../llm/chat_deltas.ts";
+import type { Timings } from "../protocol/protocol.ts";
 import type { Delta } from "../llm/sse_stream.ts";
 
 /** The events one response yields. */

@@ -78,9 +78,6 @@ export function describeError(error: unknown): string {
   return text;
 }
 
-/** @deprecated The same as {@link describeError}. */
-export const describeSafely: (error: unknown) => string = describeError;
-
 function describeOne(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
   if (error instanceof AssistantError) {

@@ -7,8 +7,6 @@ import { type EventSourceMessage, ParseError } from "eventsource-parser/stream";
 import { AssistantError } from "../base/errors.ts";
 import type { Timings } from "../protocol/events.ts";
 
-export type { Timings } from "../protocol/events.ts";
-
 /**
  * One typed piece of a streamed reply. `usage` and `timings` come from the
  * final chunk (the finish chunk without `include_usage`, the `choices: []`

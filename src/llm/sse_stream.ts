@@ -10,7 +10,7 @@ import { StallGuardStream } from "../streams/stall_guard.ts";
 import { ChatDeltaStream, type Delta } from "./chat_deltas.ts";
 import { ThinkTagStream } from "./think_tags.ts";
 
-export type { Delta, Timings } from "./chat_deltas.ts";
+export type { Delta } from "./chat_deltas.ts";
 
 /**
  * Characters of an unfinished SSE line the parser may hold: a server that
