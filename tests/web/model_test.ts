@@ -386,7 +386,7 @@ Deno.test("11.2: the meter shows sent and total, and a cut reply says what cut i
   const model = new CanvasModel();
   feed(
     model,
-    hello({ ctx_used: 10, ctx_max: 4096, ctx_sent: 6, ctx_total: 14 }),
+    hello({ id: 1, ctx_used: 10, ctx_max: 4096, ctx_sent: 6, ctx_total: 14 }),
   );
   assert.deepEqual(model.ctx, {
     used: 10,
