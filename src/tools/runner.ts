@@ -16,7 +16,8 @@
  */
 
 import { dirname } from "node:path";
-import { HeadCollector, TailCollector } from "./bounded_output.ts";
+import type { HeadCollector, TailCollector } from "./bounded_output.ts";
+import { boundedRun, STDERR_TAIL } from "./bounded_run.ts";
 import { log } from "../base/log.ts";
 import { brief, checkArguments, substitute } from "./args.ts";
 import {
@@ -52,15 +53,6 @@ export interface RunOptions {
   /** Every tool's name, for the model's note on an unknown one; default the names in `tools`. */
   known?: readonly string[];
 }
-
-/** Bytes of stderr kept for a failed tool's report. */
-const STDERR_TAIL = 2048;
-/** After the tool is gone, how long a pipe held by an escaped process is still read. */
-const DRAIN_GRACE_MS = 1000;
-/** After asking for the kill, how long before the process Deno started is killed directly. */
-const KILL_GRACE_MS = 2000;
-/** setTimeout's ceiling: a longer delay would fire at once. */
-const MAX_DELAY_MS = 2 ** 31 - 1;
 
 const encoder = new TextEncoder();
 
@@ -110,19 +102,6 @@ function failureContent(
   return content;
 }
 
-async function writeStdin(
-  stdin: WritableStream<Uint8Array>,
-  args: Record<string, unknown>,
-): Promise<void> {
-  const writer = stdin.getWriter();
-  try {
-    await writer.write(encoder.encode(JSON.stringify(args)));
-    await writer.close();
-  } catch {
-    // The tool exited without reading its stdin: that is its right.
-  }
-}
-
 async function execute(
   tool: ToolDef,
   args: Record<string, unknown>,
@@ -134,85 +113,16 @@ async function execute(
     substitute(element, args, tool.parameters)
   );
   const helper = options.timeoutHelper ?? null;
-  const [program, programArgs] = helper === null
-    ? [tool.executable, argv]
-    : [helper, [
-      "-s",
-      "KILL",
-      // A zero duration would switch the helper's deadline off.
-      String(Math.max(seconds, 0.001)),
-      tool.executable,
-      ...argv,
-    ]];
-  const child = new Deno.Command(program, {
-    args: programArgs,
+  const { status, reason, stdout, stderr } = await boundedRun({
+    executable: tool.executable,
+    args: argv,
     cwd: dirname(tool.file),
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-    // Its own process group: a terminal's Ctrl-C reaches the daemon, which
-    // then ends the tool itself.
-    detached: true,
-  }).spawn();
-
-  const stdout = new HeadCollector(
-    Math.max(0, Math.floor(options.outputLimit)),
-  );
-  const stderr = new TailCollector(STDERR_TAIL);
-  const drain = new AbortController();
-  const piped = Promise.all([
-    child.stdout.pipeTo(stdout.writable, { signal: drain.signal }).catch(
-      () => {},
-    ),
-    child.stderr.pipeTo(stderr.writable, { signal: drain.signal }).catch(
-      () => {},
-    ),
-  ]);
-  const stdinDone = writeStdin(child.stdin, args);
-
-  let reason: "timeout" | "stopped" | null = null;
-  let escalation: ReturnType<typeof setTimeout> | undefined;
-  const kill = (signal: Deno.Signal) => {
-    try {
-      child.kill(signal);
-    } catch {
-      // Already gone.
-    }
-  };
-  const stop = (why: "timeout" | "stopped") => {
-    if (reason !== null) return;
-    reason = why;
-    // SIGALRM is the helper's own deadline: it kills the whole group.
-    kill(helper === null ? "SIGKILL" : "SIGALRM");
-    escalation = setTimeout(() => kill("SIGKILL"), KILL_GRACE_MS);
-  };
-  const deadline = setTimeout(
-    () => stop("timeout"),
-    Math.min(seconds * 1000, MAX_DELAY_MS),
-  );
-  const onAbort = () => stop("stopped");
-  options.signal?.addEventListener("abort", onAbort, { once: true });
-
-  let status: Deno.CommandStatus;
-  try {
-    status = await child.status;
-  } finally {
-    clearTimeout(deadline);
-    clearTimeout(escalation);
-    options.signal?.removeEventListener("abort", onAbort);
-  }
-  const drainTimer = setTimeout(() => drain.abort(), DRAIN_GRACE_MS);
-  const drained = new Promise<void>((done) => {
-    if (drain.signal.aborted) done();
-    drain.signal.addEventListener("abort", () => done(), { once: true });
+    stdin: encoder.encode(JSON.stringify(args)),
+    seconds,
+    outputLimit: options.outputLimit,
+    ...(options.signal ? { signal: options.signal } : {}),
+    helper,
   });
-  // A write to stdin cannot be cancelled: one stuck on a pipe that a process
-  // left behind holds but never reads is left to fail when that process
-  // ends, rather than holding the reply.
-  await Promise.race([Promise.all([piped, stdinDone]), drained]);
-  clearTimeout(drainTimer);
-  drain.abort();
-
   const measured = { bytes: stdout.bytes, lines: stdout.lines };
   const elapsed = performance.now() - started;
   if (
