@@ -60,6 +60,23 @@ export class Archive {
     return { type: "results", items };
   }
 
+  /** A stored turn's file with its bytes, as `file`; `no_such_file` when there is none. */
+  file(conversation: number, turn: number, index: number): Event {
+    const found = this.#o.store.fileAt(conversation, turn, index);
+    if (!found) {
+      throw new AssistantError("no such file", { code: "no_such_file" });
+    }
+    return {
+      type: "file",
+      conversation,
+      turn,
+      index,
+      name: found.name,
+      mime: found.mime,
+      data: found.data.toBase64(),
+    };
+  }
+
   /** A conversation in an export format, as `export`. */
   export(id: number, format: ExportFormat): Event {
     const record = this.#o.store.record(id);

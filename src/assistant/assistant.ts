@@ -7,6 +7,7 @@
  */
 import { AssistantError } from "../base/errors.ts";
 import {
+  type Attachment,
   type BackendView,
   type Command,
   type Event,
@@ -36,6 +37,8 @@ import { Summarizer } from "./summarizer.ts";
 import { Titler } from "./title.ts";
 import { ToolCalls } from "./tool_calls.ts";
 import type { ModelSource, TurnConfig, TurnStart } from "./turn.ts";
+import type { QuestionFile, Reading } from "./attachments.ts";
+import { checkVision, NO_CONVERTERS, readyFiles } from "./questions.ts";
 
 export type { ModelSource, TurnConfig } from "./turn.ts";
 export type { Searcher } from "./archive.ts";
@@ -60,6 +63,8 @@ export interface AssistantOptions {
   mcp?: McpHub | null;
   /** Tools that wait for approval (besides tool files that say so), and how long a call waits; default none and 120 s. */
   confirm?: { tools: readonly string[]; timeoutSeconds: number };
+  /** The document converters of `[convert]`; default none. */
+  reading?: Reading;
 }
 
 const startedAt = performance.now();
@@ -170,13 +175,29 @@ export class Assistant implements Disposable {
   async #dispatch(command: Command): Promise<Event | null> {
     const { ref } = command;
     switch (command.type) {
-      case "ask":
-        this.#startTurn({ text: command.text, replaces: false, ref });
+      case "ask": {
+        const conversation = this.#current;
+        const given = command.files ?? [];
+        // A question without files starts at once, before any later command.
+        const files = given.length === 0 ? [] : await this.#ready(given);
+        this.#start(conversation, {
+          text: command.text,
+          files,
+          replaces: false,
+          ref,
+        });
         return null;
+      }
       case "retry":
       case "edit":
-        this.#retry(command.type === "edit" ? command.text : null, ref);
+        await this.#retry(command, ref);
         return null;
+      case "file":
+        return this.#archive.file(
+          command.conversation,
+          command.turn,
+          command.index,
+        );
       case "stop":
         this.#replies.stop();
         return null;
@@ -293,18 +314,56 @@ export class Assistant implements Disposable {
     return this.#archive.list();
   }
 
-  /** `retry` (text null: the last question again) and `edit`. */
-  #retry(text: string | null, ref: Ref | undefined): void {
-    const last = this.#current.turns.at(-1);
+  /**
+   * `retry` asks the last question again with its files; `edit` asks a new
+   * one, with the files it gives (even none) or else the last question's.
+   */
+  async #retry(
+    command: Extract<Command, { type: "retry" | "edit" }>,
+    ref: Ref | undefined,
+  ): Promise<void> {
+    const conversation = this.#current;
+    const last = conversation.turns.at(-1);
     if (last === undefined) {
       throw new AssistantError("nothing to retry", {
         code: "nothing_to_retry",
       });
     }
-    this.#startTurn({ text: text ?? last.user, replaces: true, ref });
+    const given = command.type === "edit" ? command.files : undefined;
+    const files = given === undefined
+      ? conversation.lastFiles()
+      : await this.#ready(given);
+    if (given === undefined && files.length > 0) {
+      await checkVision(files, {
+        llm: this.#options.llm,
+        signal: this.#shutdown.signal,
+      });
+    }
+    this.#start(conversation, {
+      text: command.type === "edit" ? command.text : last.user,
+      files,
+      replaces: true,
+      ref,
+    });
   }
 
-  #startTurn(start: TurnStart): void {
-    this.#replies.start(this.#current, start);
+  /** Starts a turn in the conversation current when its command came, unless that one is gone meanwhile. */
+  #start(conversation: Conversation, start: TurnStart): void {
+    if (conversation.deleted) {
+      throw new AssistantError("no such conversation", {
+        code: "no_such_conversation",
+      });
+    }
+    this.#replies.start(conversation, start);
+  }
+
+  /** A question's files, read and checked before its turn starts. */
+  #ready(files: readonly Attachment[]): Promise<QuestionFile[]> {
+    if (files.length === 0) return Promise.resolve([]);
+    return readyFiles(files, {
+      llm: this.#options.llm,
+      reading: this.#options.reading ?? NO_CONVERTERS,
+      signal: this.#shutdown.signal,
+    });
   }
 }

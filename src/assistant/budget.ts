@@ -5,17 +5,24 @@
  * the largest of this turn's results; and a request llama-server still
  * refuses for its length is sent again at once with less, at most twice.
  */
-import type { ChatMessage } from "../llm/chat_types.ts";
+import { type ChatMessage, contentText } from "../llm/chat_types.ts";
 import type { Config } from "../base/config.ts";
 import type { Timings, Truncation } from "../protocol/protocol.ts";
 import { log } from "../base/log.ts";
 import { type Cover, HistoryWindow } from "./history_window.ts";
 import { withSummary } from "./prompt.ts";
 import { cuttable } from "./result_cut.ts";
-import { type Tokenize, type TokenLedger, utf8Bytes } from "./token_ledger.ts";
+import {
+  MESSAGE_OVERHEAD,
+  overheadOf,
+  shapeOf,
+  type Tokenize,
+  type TokenLedger,
+  utf8Bytes,
+} from "./token_ledger.ts";
 import { TurnRounds } from "./turn_rounds.ts";
 import type { CacheBook } from "./cache_book.ts";
-import { replyReserve, wantedReserve } from "./reserve.ts";
+import { replyReserve, truncation } from "./reserve.ts";
 
 /** What a reply's plan is made from. */
 export interface PlanOptions {
@@ -28,6 +35,10 @@ export interface PlanOptions {
   /** The tool schemas sent with every request. */
   schemas: unknown[];
   question: ChatMessage & { role: "user" };
+  /** The files in the question and what each costs, as estimated: a question too long names the largest. */
+  files?: readonly { name: string; tokens: number }[];
+  /** The question as the history keeps it (pictures as references); default `question`. */
+  kept?: ChatMessage & { role: "user" };
   /** The conversation's earlier turns, oldest first, with their measured sizes (null: unknown). */
   history: readonly (readonly ChatMessage[])[];
   counts: readonly (number | null)[];
@@ -126,10 +137,9 @@ export class ContextPlan {
       this.#fixedBytes,
       options.schemas.length,
     );
-    this.#questionCost = ledger.estimate(
-      model,
-      utf8Bytes(options.question.content),
-    );
+    const question = shapeOf([options.question]);
+    this.#questionCost = ledger.estimate(model, question.bytes) +
+      overheadOf(question) - MESSAGE_OVERHEAD;
     const summary = options.summary ?? null;
     this.#summaryCost = summary === null ? 0 : summary.tokens ??
       ledger.estimate(model, utf8Bytes(withSummary("", summary.text)));
@@ -180,9 +190,9 @@ export class ContextPlan {
     return this.#room;
   }
 
-  /** The question as stamped, without the summary it may carry: what the turn stores. */
+  /** The question as the history keeps it, without the summary it may carry: what the turn stores. */
   get question(): ChatMessage & { role: "user" } {
-    return this.#o.question;
+    return this.#o.kept ?? this.#o.question;
   }
 
   /** Tokens the last request and its reply took in the context; null while none was reported. */
@@ -204,6 +214,15 @@ export class ContextPlan {
   request(): ChatMessage[] {
     this.#sent = this.messages();
     return this.#sent;
+  }
+
+  /** The question's largest file and its tokens, as estimated; null without files. */
+  get largestFile(): { name: string; tokens: number } | null {
+    let largest: { name: string; tokens: number } | null = null;
+    for (const file of this.#o.files ?? []) {
+      if (largest === null || file.tokens > largest.tokens) largest = file;
+    }
+    return largest;
   }
 
   /** Whether this turn's tool results are in the request. */
@@ -261,12 +280,7 @@ export class ContextPlan {
     return this.#rounds.measure();
   }
 
-  /**
-   * Takes what a request's reply ended with: estimates build on the prompt
-   * size it reported from now on. Returns why the reply was cut short, if it
-   * was: the context end fills the context exactly; short of it, the token
-   * limit the request set ran out (`max_tokens`, whichever key set it).
-   */
+  /** Takes what a request's reply ended with (estimates build on the size it reported from now on); returns why the reply was cut short, if it was. */
   reported(
     finish: string | null,
     usage: { used: number; prompt?: number } | null,
@@ -278,19 +292,7 @@ export class ContextPlan {
       this.#first ??= { prompt: usage.prompt, sentCost: this.#window.cost };
       this.#correction += usage.prompt - this.estimate();
     }
-    if (finish !== "length") return null;
-    const limit = wantedReserve(this.#o.config);
-    // Without a token limit of the request's, only the context ends a reply so.
-    if (limit.from === "reply_reserve") return "context";
-    if (
-      usage?.prompt !== undefined && usage.used - usage.prompt >= limit.tokens
-    ) {
-      return "max_tokens";
-    }
-    // With one, the context only when it is seen to be full.
-    const full = usage !== null && this.#nCtx !== null &&
-      usage.used >= this.#nCtx;
-    return full ? "context" : "max_tokens";
+    return truncation(finish, usage, this.#nCtx, this.#o.config);
   }
 
   /** The first reply after the window moved says whether the server kept the cache of the turns still carried. */
@@ -317,7 +319,12 @@ export class ContextPlan {
     // Both at once: the question alone, for what the first request's
     // reported size teaches, and the whole turn.
     const [asked, counted] = await Promise.all([
-      ledger.count(model, this.#o.question.content, tokenize, signal),
+      ledger.count(
+        model,
+        contentText(this.#o.question.content),
+        tokenize,
+        signal,
+      ),
       ledger.countMessages(model, turn, tokenize, signal),
     ]);
     if (this.#first && asked.measured) {
@@ -388,7 +395,7 @@ export class ContextPlan {
 }
 
 /** The text of a request's fixed part: the system prompt and the tool schemas. */
-function fixedText(system: ChatMessage, schemas: unknown[]): string {
+function fixedText(system: { content: string }, schemas: unknown[]): string {
   const text = system.content ?? "";
   return schemas.length === 0 ? text : `${text}\n${JSON.stringify(schemas)}`;
 }

@@ -13,17 +13,29 @@ import { describeError, log } from "../base/log.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import type { ModelChoice } from "../llm/client.ts";
 import type { SummaryView, TurnView } from "../protocol/protocol.ts";
-import type { OpenedConversation, Store } from "../store/store.ts";
+import {
+  fileView,
+  type OpenedConversation,
+  type Store,
+} from "../store/store.ts";
 import { ContextPlan } from "./budget.ts";
 import type { CacheBook } from "./cache_book.ts";
 import { coveredStart } from "./history_window.ts";
-import { stampQuestion, systemPrompt } from "./prompt.ts";
+import {
+  dataUrl,
+  type QuestionFile,
+  refersToPictures,
+  withPictures,
+} from "./attachments.ts";
+import { planRequest, type Question } from "./request_plan.ts";
+
+export type { Question } from "./request_plan.ts";
 import {
   planSummary,
   type RunningSummary,
   type SummaryPlan,
 } from "./summary_request.ts";
-import { type Tokenize, type TokenLedger, utf8Bytes } from "./token_ledger.ts";
+import { type TokenLedger, utf8Bytes } from "./token_ledger.ts";
 import type { TurnConfig } from "./turn_config.ts";
 
 /** What every conversation shares: the history file, what is known of each model, the config. */
@@ -39,10 +51,15 @@ export interface ConversationDeps {
 /** One finished turn as its conversation holds it. */
 export interface HeldTurn {
   readonly view: TurnView;
+  /** Its messages as kept: pictures as references to `files`. */
   readonly messages: ChatMessage[];
+  /** The files sent with its question; a picture read back has its bytes only once asked for. */
+  readonly files: readonly QuestionFile[];
   tokens: number | null;
-  /** Its row in the history file; null when not saved (a private conversation's, or one read back). */
+  /** Its row in the history file; null when not saved (a private conversation's). */
   readonly row: number | null;
+  /** Its messages as sent, pictures made data URLs; made when first needed. */
+  sent?: ChatMessage[];
 }
 
 /** What the last finished turn's last request leaves the next one and the summary. */
@@ -62,20 +79,6 @@ interface LastRequest {
   fixed: number;
 }
 
-/** What a question is planned with. */
-export interface Question {
-  text: string;
-  /** A retry or an edit: asked as if the conversation's last turn had not been. */
-  replaces: boolean;
-  model: ModelChoice;
-  schemas: unknown[];
-  now: Date;
-  /** The server's cache still holds this conversation's last request. */
-  warm: boolean;
-  tokenize: Tokenize | undefined;
-  signal: AbortSignal;
-}
-
 /** What a finished turn leaves to keep. */
 export interface FinishedTurn {
   user: string;
@@ -83,6 +86,7 @@ export interface FinishedTurn {
   tools: string[];
   /** Its messages under the history rule. */
   messages: ChatMessage[];
+  files: readonly QuestionFile[];
   replaces: boolean;
   model: ModelChoice;
 }
@@ -117,8 +121,9 @@ export class Conversation {
     this.#turns = (opened?.turns ?? []).map((view, i) => ({
       view,
       messages: opened!.messages[i] ?? [],
+      files: opened!.files[i] ?? [],
       tokens: opened!.tokens[i] ?? null,
-      row: null,
+      row: opened!.rows[i] ?? null,
     }));
     this.#summary = opened?.summary
       ? { ...opened.summary, carrier: null }
@@ -164,49 +169,51 @@ export class Conversation {
     return Math.max(0, this.#turns.length - 1);
   }
 
+  /** The files of the last turn, pictures with their bytes: what a retry sends again. */
+  lastFiles(): QuestionFile[] {
+    const last = this.#turns.at(-1);
+    if (!last) return [];
+    return last.files.map((file, i) => ({
+      ...file,
+      data: file.kind === "image" ? this.#picture(last, i) : null,
+    }));
+  }
+
+  /** A held turn's picture's bytes: in memory, else read from the history. */
+  #picture(turn: HeldTurn, index: number): Uint8Array | null {
+    const file = turn.files[index];
+    if (file?.data) return file.data;
+    return turn.row === null
+      ? null
+      : this.#deps.store.fileData(turn.row, index);
+  }
+
+  /** A held turn's messages as a request sends them. */
+  #sendable(turn: HeldTurn): ChatMessage[] {
+    if (!refersToPictures(turn.messages)) return turn.messages;
+    turn.sent ??= withPictures(turn.messages, (index) =>
+      dataUrl({
+        mime: turn.files[index]?.mime ?? "",
+        data: this.#picture(turn, index),
+      }));
+    return turn.sent;
+  }
+
   /** The request for a question, planned within the model's context. */
   plan(question: Question): Promise<ContextPlan> {
-    const { config, ledger, book } = this.#deps;
     const held = question.replaces ? this.#turns.slice(0, -1) : this.#turns;
     // A summary made before the rule held may cover the turn a retry
     // replaces: such a request goes without it.
     const summary = this.#summary && this.#summary.turns <= held.length
       ? this.#summary
       : null;
-    const asked = config.request.n_cache_reuse;
-    const reuse = typeof asked === "number" ? asked : config.cache_reuse;
-    // A window that slides a turn at a time costs nothing more only where
-    // the server shifts the cache of the turns it keeps; a summary is made
-    // for a block of turns at once.
-    const blocks = config.compact || reuse <= 0 ||
-      book.shifts(question.model.id) === false;
-    const previous = this.#last?.start ?? null;
-    const { model, now } = question;
-    return ContextPlan.create({
-      ledger,
-      model: model.id,
-      nCtx: model.nCtx,
-      config,
-      system: {
-        role: "system",
-        content: systemPrompt(config.system_prompt, model.id, now),
-      },
-      schemas: question.schemas,
-      question: { role: "user", content: stampQuestion(question.text, now) },
-      history: held.map((turn) => turn.messages),
+    return planRequest(this.#deps, {
+      question,
+      history: held.map((turn) => this.#sendable(turn)),
       counts: held.map((turn) => turn.tokens),
-      tokenize: question.tokenize,
-      signal: question.signal,
-      blockFrom: blocks ? previous : null,
       summary,
-      cover: config.compact || summary
-        ? {
-          summarized: summary?.turns ?? 0,
-          hold: config.compact,
-          failedAt: this.#summaryFailedAt,
-        }
-        : null,
-      cache: { book, warm: question.warm, reuse, previous },
+      previous: this.#last?.start ?? null,
+      failedAt: this.#summaryFailedAt,
     });
   }
 
@@ -251,8 +258,14 @@ export class Conversation {
       }
     }
     const held: HeldTurn = {
-      view: { user: turn.user, reply: turn.reply, tools: turn.tools },
+      view: {
+        user: turn.user,
+        reply: turn.reply,
+        tools: turn.tools,
+        ...(turn.files.length > 0 ? { files: turn.files.map(fileView) } : {}),
+      },
       messages: turn.messages,
+      files: turn.files,
       tokens: null,
       row,
     };
@@ -323,7 +336,7 @@ export class Conversation {
     const { config, ledger } = this.#deps;
     const model = last.model.id;
     const plan = planSummary({
-      turns: this.#turns.map((turn) => turn.messages),
+      turns: this.#turns.map((turn) => this.#sendable(turn)),
       summary: this.#summary,
       lastRequest: last.messages,
       windowStart: last.start,

@@ -5,6 +5,7 @@
 import type { ExportFormat } from "../protocol/protocol.ts";
 import type { ConversationRecord } from "../store/store.ts";
 import { localStamp } from "./prompt.ts";
+import { fenceFor } from "./attachments.ts";
 
 /** The `format` field of a JSON export. */
 export const EXPORT_FORMAT = "desktop-assistant/1";
@@ -17,7 +18,7 @@ export function exportText(
   return format === "json" ? exportJson(record) : exportMarkdown(record);
 }
 
-/** `{"format": "desktop-assistant/1", id, title, created, updated, summary: {text, turns} | null, turns: [{user, reply, tools, at}]}`, times in Unix seconds. */
+/** `{"format": "desktop-assistant/1", id, title, created, updated, summary: {text, turns} | null, turns: [{user, reply, tools, at, files?}]}`, times in Unix seconds; `files` (absent when none) is `[{name, mime, bytes, kind, text}]`, `text` null for a picture. */
 export function exportJson(record: ConversationRecord): string {
   const { id, title, created, updated, summary, turns } = record;
   const document = {
@@ -29,11 +30,22 @@ export function exportJson(record: ConversationRecord): string {
     summary: summary === null
       ? null
       : { text: summary.text, turns: summary.turns },
-    turns: turns.map(({ user, reply, tools, at }) => ({
+    turns: turns.map(({ user, reply, tools, at, attached }) => ({
       user,
       reply,
       tools,
       at,
+      ...(attached
+        ? {
+          files: attached.map(({ name, mime, bytes, kind, text }) => ({
+            name,
+            mime,
+            bytes,
+            kind,
+            text,
+          })),
+        }
+        : {}),
     })),
   };
   return JSON.stringify(document, null, 2) + "\n";
@@ -60,7 +72,18 @@ export function exportMarkdown(record: ConversationRecord): string {
   }
   record.turns.forEach((turn, index) => {
     parts.push(`## ${index + 1} · ${date(turn.at)}`);
-    parts.push(quote(turn.user));
+    if (turn.user.trim() !== "" || !turn.attached) parts.push(quote(turn.user));
+    for (const file of turn.attached ?? []) {
+      // A picture by its name; a text whole, in a fence it cannot close.
+      if (file.text === null) {
+        parts.push(`*Picture: ${oneLine(file.name)} (${file.mime})*`);
+      } else {
+        const fence = fenceFor(file.text);
+        parts.push(
+          `*File: ${oneLine(file.name)}*\n\n${fence}\n${file.text}\n${fence}`,
+        );
+      }
+    }
     if (turn.tools.length > 0) {
       parts.push(`*Tools used: ${turn.tools.join(", ")}*`);
     }

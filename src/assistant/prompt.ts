@@ -4,7 +4,7 @@
  * the running summary riding in a question, and tool calls in a shape
  * llama-server can parse back.
  */
-import type { ToolCall } from "../llm/chat_types.ts";
+import type { ContentPart, ToolCall } from "../llm/chat_types.ts";
 
 /** The system prompt with today's date and the model in use stamped on it. */
 export function systemPrompt(prompt: string, model: string, now: Date): string {
@@ -68,6 +68,20 @@ export const SUMMARY_INTRO = "Summary of the earlier conversation:";
  * it, so a summary changed in the system message would make the server read
  * every kept turn again.
  */
-export function withSummary(question: string, summary: string): string {
-  return `${SUMMARY_INTRO}\n${summary}\n\n${question}`;
+export function withSummary<T extends string | ContentPart[]>(
+  question: T,
+  summary: string,
+): T {
+  const intro = `${SUMMARY_INTRO}\n${summary}\n\n`;
+  if (typeof question === "string") return `${intro}${question}` as T;
+  // A question with pictures: the summary goes before its first text.
+  const first = question.findIndex((part) => part.type === "text");
+  const parts: ContentPart[] = [...(question as ContentPart[])];
+  const text = first === -1 ? null : parts[first];
+  if (text?.type === "text") {
+    parts[first] = { type: "text", text: `${intro}${text.text}` };
+  } else {
+    parts.unshift({ type: "text", text: intro.trimEnd() });
+  }
+  return parts as T;
 }

@@ -113,6 +113,7 @@ export class Replies {
     o.publish({
       type: "user",
       text: start.text,
+      ...(turn.pending.files ? { files: turn.pending.files } : {}),
       ...(start.replaces ? { replaces: true as const } : {}),
       ...refField(start.ref),
     });
@@ -182,6 +183,7 @@ export class Replies {
         reply,
         tools: result.tools,
         messages: result.messages,
+        files: turn.files,
         replaces: turn.replaces,
         model,
       });

@@ -53,8 +53,12 @@ function tooLong(
   const what = plan.hasResults
     ? "this turn's tool results do not fit"
     : "the question is too long for";
+  const largest = plan.hasResults ? null : plan.largestFile;
+  const file = largest === null
+    ? ""
+    : `; its largest file, ${largest.name}, is about ${largest.tokens} tokens`;
   return new AssistantError(
-    `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})`,
+    `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})${file}`,
     {
       cause,
       code: plan.hasResults ? "tool_results_too_long" : "question_too_long",

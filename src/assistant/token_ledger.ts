@@ -7,11 +7,22 @@
  * say (from a refusal). Where a count cannot be measured (turns saved before
  * counts were kept, a server without `/tokenize`) it estimates, erring high.
  */
-import type { ChatMessage } from "../llm/chat_types.ts";
+import {
+  type ChatMessage,
+  contentImages,
+  contentText,
+} from "../llm/chat_types.ts";
 import { describeError, log } from "../base/log.ts";
 
 /** Template tokens around one message, taken high (ChatML uses 5). */
 export const MESSAGE_OVERHEAD = 8;
+/**
+ * Tokens a picture is taken for until the server reports a request's size:
+ * its image encoder decides (256 for Gemma 3, about 2,000 for Qwen2.5-VL at
+ * the 1,536 px the clients scale to), and a request refused for its length
+ * is sent again with less.
+ */
+export const IMAGE_TOKENS = 1024;
 /** Template tokens around one tool call beyond its name and arguments, taken high. */
 export const CALL_OVERHEAD = 24;
 /** Template tokens of a request around the system prompt and the question, taken high. */
@@ -36,6 +47,8 @@ export interface Shape {
   bytes: number;
   messages: number;
   calls: number;
+  /** Pictures in questions. */
+  images: number;
 }
 
 /** A count and whether llama-server measured it (else it is an estimate). */
@@ -81,7 +94,8 @@ export function utf8Bytes(text: string): number {
 export function messagesText(messages: readonly ChatMessage[]): string {
   const parts: string[] = [];
   for (const message of messages) {
-    if (message.content) parts.push(message.content);
+    const text = contentText(message.content);
+    if (text !== "") parts.push(text);
     if (message.role === "assistant") {
       for (const call of message.tool_calls ?? []) {
         parts.push(call.function.name, call.function.arguments);
@@ -98,21 +112,25 @@ export function shapeOf(messages: readonly ChatMessage[]): Shape {
   const known = shapes.get(messages);
   if (known) return known;
   let calls = 0;
+  let images = 0;
   for (const message of messages) {
     if (message.role === "assistant") calls += message.tool_calls?.length ?? 0;
+    if (message.role === "user") images += contentImages(message.content);
   }
   const shape = {
     bytes: utf8Bytes(messagesText(messages)),
     messages: messages.length,
     calls,
+    images,
   };
   shapes.set(messages, shape);
   return shape;
 }
 
-/** Template tokens a shape adds to its text. */
+/** Tokens a shape adds to its text: the template's, and its pictures'. */
 export function overheadOf(shape: Shape): number {
-  return shape.messages * MESSAGE_OVERHEAD + shape.calls * CALL_OVERHEAD;
+  return shape.messages * MESSAGE_OVERHEAD + shape.calls * CALL_OVERHEAD +
+    shape.images * IMAGE_TOKENS;
 }
 
 /** Template tokens around the system prompt, `tools` schemas and the question. */

@@ -20,7 +20,9 @@ import type {
 } from "../protocol/protocol.ts";
 import { placeholder, type ToolOutcome } from "../tools/runner.ts";
 import type { ContextPlan } from "./budget.ts";
+import type { QuestionFile } from "./attachments.ts";
 import type { Conversation } from "./conversation.ts";
+import { fileView } from "../store/store.ts";
 import { replayable } from "./prompt.ts";
 import { sendWithin } from "./resend.ts";
 import type { TurnConfig } from "./turn_config.ts";
@@ -69,6 +71,8 @@ export type TurnEvent =
 /** What starts a turn: `ask`, or `retry` and `edit`, which replace the last turn. */
 export interface TurnStart {
   text: string;
+  /** The files sent with the question, read; pictures with their bytes. */
+  files: readonly QuestionFile[];
   replaces: boolean;
   ref: Ref | undefined;
 }
@@ -131,6 +135,9 @@ export class Turn {
       reply: "",
       think: "",
       tools: [],
+      ...(options.files.length > 0
+        ? { files: options.files.map(fileView) }
+        : {}),
       ...(options.replaces ? { replaces: true as const } : {}),
     };
   }
@@ -160,6 +167,11 @@ export class Turn {
     return this.#o.replaces;
   }
 
+  /** The files sent with its question. */
+  get files(): readonly QuestionFile[] {
+    return this.#o.files;
+  }
+
   /** The ref of the command that started it. */
   get ref(): Ref | undefined {
     return this.#o.ref;
@@ -173,6 +185,7 @@ export class Turn {
     const schemas = tools.schemas();
     const plan = await conversation.plan({
       text: this.#o.text,
+      files: this.#o.files,
       replaces: this.#o.replaces,
       model,
       schemas,

@@ -278,6 +278,14 @@ export function configKeys(paths: Paths) {
       '"own" or "all"',
       "value",
     ),
+    /** Document converters: a mime type to an argv that reads the file on stdin and writes its text on stdout ([] for none); one whose program is not found is left out. */
+    convert: key(
+      z.record(z.string(), argvOrNone([])).default(() => ({
+        "application/pdf": ["pdftotext", "-layout", "-", "-"],
+      })),
+      "a table of mime types to argv arrays (the program first), or [] for none",
+      "kind",
+    ),
     /** Extra fields merged into every chat request body; config.ts merges and warns. */
     request: key(
       z.record(z.string(), z.unknown()).default(() => ({})),

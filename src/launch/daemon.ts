@@ -12,6 +12,7 @@ import { Server } from "../server/server.ts";
 import { clearSocketPath } from "../server/socket_path.ts";
 import { Store } from "../store/store.ts";
 import { groupKillHelper } from "../tools/runner.ts";
+import { convert, resolveConverters } from "../tools/convert.ts";
 import { loadTools } from "../tools/load.ts";
 import { planMcp } from "../tools/mcp_plan.ts";
 import { within } from "../base/within.ts";
@@ -159,12 +160,21 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     ...(options.fetch ? { fetch: options.fetch } : {}),
     observer: backend,
   });
+  const converters = resolveConverters(config, paths.configDir);
   using assistant = new Assistant({
     store,
     llm,
     config,
     tools,
     toolKillHelper,
+    reading: {
+      converts: (mime) => converters.has(mime),
+      convert: (mime, name, bytes) =>
+        convert(converters.get(mime)!, name, bytes, {
+          seconds: config.tool_timeout,
+          helper: toolKillHelper,
+        }),
+    },
     mcp,
     confirm: {
       tools: config.confirm_tools,

@@ -23,6 +23,7 @@ import { runnerExecutables } from "../tools/runner.ts";
 import { loadTools, type SkippedTool } from "../tools/load.ts";
 import { processPath } from "../tools/executable.ts";
 import { mcpExecutables } from "../tools/mcp_plan.ts";
+import { converterExecutables } from "../tools/convert.ts";
 import { printTaskCommand, taskCommand } from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
@@ -95,6 +96,7 @@ export async function deriveDaemonFlags(
     ...tools.map((tool) => tool.executable),
     ...runnerExecutables(config, { pathEnv, canRun }),
     ...mcpExecutables(config, paths.configDir, { pathEnv, canRun }),
+    ...converterExecutables(config, paths.configDir, { pathEnv, canRun }),
   ];
   const flags = deriveFlags({ paths, config, executables });
   const broken = flags.find((flag) => /[\n\r]/.test(flag));

@@ -14,6 +14,8 @@ export interface ModelChoice {
   id: string;
   router: boolean;
   nCtx: number | null;
+  /** Whether it reads pictures (`/props` `modalities.vision`); null when unknown. */
+  vision?: boolean | null;
 }
 
 /** Told of every turn's model lookup, so the backend state follows the turns. */
@@ -147,7 +149,7 @@ export class LlmClient {
   readonly #preferred: string;
   readonly #stallMs: number;
   readonly #fetch: typeof fetch;
-  readonly #ctx = new Map<string, number>();
+  readonly #props = new Map<string, { nCtx: number; vision: boolean | null }>();
   readonly #observer: LookupObserver | null;
 
   /** Creates a client; nothing is fetched until a turn asks. */
@@ -181,9 +183,9 @@ export class LlmClient {
       throw new AssistantError("no model loaded", { code: "no_model_loaded" });
     }
     const router = entry.status !== null;
-    const nCtx = await this.#contextSize(entry, router, signal);
+    const { nCtx, vision } = await this.#propsOf(entry, router, signal);
     log.debug("model chosen", { model: entry.id, router, n_ctx: nCtx });
-    return { id: entry.id, router, nCtx };
+    return { id: entry.id, router, nCtx, vision };
   }
 
   /** POST /v1/chat/completions (router: ?autoload=false); resolves to the delta stream once headers arrive. */
@@ -282,16 +284,18 @@ export class LlmClient {
     return tokens.length;
   }
 
-  async #contextSize(
+  /** What `/props` says of a model: its context size (else the list's `meta.n_ctx`) and whether it reads pictures; cached per model. */
+  async #propsOf(
     entry: ModelEntry,
     router: boolean,
     signal: AbortSignal,
-  ): Promise<number | null> {
-    const cached = this.#ctx.get(entry.id);
+  ): Promise<{ nCtx: number | null; vision: boolean | null }> {
+    const cached = this.#props.get(entry.id);
     if (cached !== undefined) return cached;
+    const unknown = { nCtx: entry.metaCtx, vision: null };
     // Asking a router about a model that is not loaded would load it; a
     // sleeping one would wake. Only a loaded model (or a single server) is asked.
-    if (router && entry.status !== "loaded") return entry.metaCtx;
+    if (router && entry.status !== "loaded") return unknown;
     const path = router
       ? `/props?model=${encodeURIComponent(entry.id)}&autoload=false`
       : "/props";
@@ -301,9 +305,15 @@ export class LlmClient {
         ? props.default_generation_settings
         : null;
       const nCtx = isRecord(settings) ? settings.n_ctx : null;
+      const modalities = isRecord(props) ? props.modalities : null;
+      const vision = isRecord(modalities) &&
+          typeof modalities.vision === "boolean"
+        ? modalities.vision
+        : null;
       if (typeof nCtx === "number" && nCtx > 0) {
-        this.#ctx.set(entry.id, nCtx);
-        return nCtx;
+        const known = { nCtx, vision };
+        this.#props.set(entry.id, known);
+        return known;
       }
       log.warn("props without n_ctx", { model: entry.id });
     } catch (error) {
@@ -313,7 +323,7 @@ export class LlmClient {
         error: describeError(error),
       });
     }
-    return entry.metaCtx;
+    return unknown;
   }
 
   async #getJson(path: string, signal: AbortSignal): Promise<unknown> {

@@ -16,17 +16,30 @@ export const DEFAULT_LIST_LIMIT = 1000;
 /** Largest `limit` accepted by `search` and `list`. */
 export const MAX_LIMIT = 10_000;
 
+/** Most files one question may carry. */
+export const MAX_FILES = 8;
+/** Longest file name, in characters as JavaScript counts them (UTF-16 units). */
+export const MAX_FILE_NAME = 255;
+
 /** Longest `ref` string, in characters. */
 export const MAX_REF_CHARS = 128;
 /** Longest conversation title, in characters. */
 export const MAX_TITLE_CHARS = 200;
 
+/** A file sent with a question: its name (shown, never a path), its type as the client says, its bytes. */
+export interface Attachment {
+  name: string;
+  mime: string;
+  data: Uint8Array;
+}
+
 /** A validated inbound command, with the client's `ref` when it sent one. */
 export type Command =
   & (
-    | { type: "ask"; text: string }
+    | { type: "ask"; text: string; files?: Attachment[] }
     | { type: "retry" }
-    | { type: "edit"; text: string }
+    | { type: "edit"; text: string; files?: Attachment[] }
+    | { type: "file"; conversation: number; turn: number; index: number }
     | { type: "stop" }
     | { type: "new"; private?: true }
     | { type: "list"; limit?: number }
@@ -99,17 +112,104 @@ const fail = (code: PlainCode): Body => ({
 });
 const run = (command: Command | null): Body => ({ ok: true, command });
 
-/** Text as the store keeps it (a lone surrogate becomes U+FFFD); null for blank text, which is ignored. */
-function question(value: Fields, make: (text: string) => Command): Body {
+/** A refusal of `files`, saying what is wrong with which one. */
+function badFile(message: string): Refusal {
+  return { ok: false, code: "bad_file", message };
+}
+
+/** The files of an `ask` or `edit`, decoded; a refusal naming the first problem. */
+function attachments(value: unknown): Attachment[] | Refusal {
+  if (!Array.isArray(value)) {
+    return badFile("bad file: files must be an array of {name, mime, data}");
+  }
+  if (value.length > MAX_FILES) {
+    return badFile(
+      `bad file: at most ${MAX_FILES} files go with one question, not ${value.length}`,
+    );
+  }
+  const files: Attachment[] = [];
+  for (const [i, file] of value.entries()) {
+    const at = `file ${i + 1}`;
+    if (!isRecord(file)) {
+      return badFile(`bad file: ${at} is not an object {name, mime, data}`);
+    }
+    const { name, mime, data } = file;
+    if (
+      typeof name !== "string" || name.length < 1 ||
+      name.length > MAX_FILE_NAME
+    ) {
+      return badFile(
+        `bad file: ${at} needs a name of 1 to ${MAX_FILE_NAME} characters`,
+      );
+    }
+    const shown = name.toWellFormed();
+    if (typeof mime !== "string" || mime.trim() === "") {
+      return badFile(`bad file: ${shown}: mime must be a non-empty string`);
+    }
+    if (typeof data !== "string") {
+      return badFile(`bad file: ${shown}: data must be its bytes in base64`);
+    }
+    let bytes: Uint8Array;
+    try {
+      bytes = Uint8Array.fromBase64(data);
+    } catch {
+      return badFile(`bad file: ${shown}: data is not valid base64`);
+    }
+    if (bytes.length === 0) return badFile(`bad file: ${shown} is empty`);
+    files.push({ name: shown, mime: mime.trim().toLowerCase(), data: bytes });
+  }
+  return files;
+}
+
+/**
+ * Text as the store keeps it (a lone surrogate becomes U+FFFD), with its
+ * files; null for blank text without files, which is ignored.
+ */
+function question(
+  value: Fields,
+  make: (text: string, files: Attachment[] | undefined) => Command,
+): Body {
   if (typeof value.text !== "string") return fail("bad_text");
-  if (value.text.trim() === "") return run(null);
-  return run(make(value.text.toWellFormed()));
+  let files: Attachment[] | undefined;
+  if (value.files !== undefined) {
+    const read = attachments(value.files);
+    if (!Array.isArray(read)) return read;
+    files = read;
+  }
+  // Files are a question of their own; an edit's `files: []` drops them.
+  if (value.text.trim() === "" && (files?.length ?? 0) === 0) return run(null);
+  return run(make(value.text.toWellFormed(), files));
+}
+
+/** A non-negative safe integer: a place in a list. */
+function validIndex(value: unknown): value is number {
+  return validId(value) && value >= 0;
 }
 
 /** Each command's fields, checked; the error codes and messages are the protocol's. */
 const SHAPES: Record<string, (value: Fields) => Body> = {
-  ask: (value) => question(value, (text) => ({ type: "ask", text })),
-  edit: (value) => question(value, (text) => ({ type: "edit", text })),
+  ask: (value) =>
+    question(value, (text, files) => ({
+      type: "ask",
+      text,
+      ...(files?.length ? { files } : {}),
+    })),
+  edit: (value) =>
+    question(value, (text, files) => ({
+      type: "edit",
+      text,
+      ...(files ? { files } : {}),
+    })),
+  file: (value) =>
+    validId(value.conversation) && validIndex(value.turn) &&
+      validIndex(value.index)
+      ? run({
+        type: "file",
+        conversation: value.conversation,
+        turn: value.turn,
+        index: value.index,
+      })
+      : fail("bad_id"),
   open: (value) =>
     validId(value.id) ? run({ type: "open", id: value.id }) : fail("bad_id"),
   delete: (value) =>

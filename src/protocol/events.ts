@@ -12,11 +12,25 @@ export type Ref = string | number;
 /** How `export` writes a conversation. */
 export type ExportFormat = "markdown" | "json";
 
+/** What a file sent with a question became: its text in the question, a picture, or a document's text from its converter. */
+export type FileKind = "text" | "image" | "converted";
+
+/** A file of a question as clients are shown it (its bytes come with the `file` command). */
+export interface FileView {
+  name: string;
+  mime: string;
+  /** Its size in bytes, as sent. */
+  bytes: number;
+  kind: FileKind;
+}
+
 /** One turn as clients see it. */
 export interface TurnView {
   user: string;
   reply: string;
   tools: string[];
+  /** The files sent with the question; absent when none. */
+  files?: FileView[];
 }
 
 /** A tool call waiting for the user's approval. */
@@ -34,6 +48,8 @@ export interface PendingView {
   reply: string;
   think: string;
   tools: string[];
+  /** The files sent with the question; absent when none. */
+  files?: FileView[];
   /** A `retry` or `edit`: the last turn goes once this one finishes. */
   replaces?: true;
   /** The call waiting for approval; absent when none waits. */
@@ -97,6 +113,8 @@ export interface SearchHit {
   text?: string;
   /** The matches in `text`: `[start, end]` UTF-16 offsets, in order. */
   marks?: [number, number][];
+  /** The attached file the snippet is from; absent when it is from the question or the reply. */
+  file?: string;
 }
 
 /** A conversation as `conversations` lists it. */
@@ -143,7 +161,14 @@ export type Event =
     summary?: SummaryView;
   }
   | { type: "state"; state: State; tool?: string }
-  | { type: "user"; text: string; replaces?: true; ref?: Ref }
+  | {
+    type: "user";
+    text: string;
+    /** The files sent with the question; absent when none. */
+    files?: FileView[];
+    replaces?: true;
+    ref?: Ref;
+  }
   | { type: "think"; delta: string }
   | { type: "token"; delta: string }
   | { type: "tool"; name: string; done: boolean }
@@ -182,6 +207,17 @@ export type Event =
     ref?: Ref;
   }
   | { type: "results"; items: SearchHit[]; ref?: Ref }
+  /** A file of a stored turn: `turn` and `index` are 0-based places in `conversation.turns` and its `files`; `data` its bytes in base64. */
+  | {
+    type: "file";
+    conversation: number;
+    turn: number;
+    index: number;
+    name: string;
+    mime: string;
+    data: string;
+    ref?: Ref;
+  }
   | { type: "renamed"; id: number; title: string; ref?: Ref }
   | {
     type: "export";

@@ -5,7 +5,20 @@
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { log } from "../base/log.ts";
-import type { TurnView } from "../protocol/protocol.ts";
+import type { FileKind, TurnView } from "../protocol/protocol.ts";
+
+/** A file sent with a question, as the history keeps it. */
+export interface StoredFile {
+  name: string;
+  mime: string;
+  /** Its size in bytes, as sent. */
+  bytes: number;
+  kind: FileKind;
+  /** The text it gave the question; null for a picture. */
+  text: string | null;
+  /** A picture's bytes; null otherwise, and for a picture read back until it is asked for. */
+  data: Uint8Array | null;
+}
 
 /** One finished turn, as saved at its `done`. */
 export interface StoredTurn {
@@ -15,6 +28,8 @@ export interface StoredTurn {
   messages: ChatMessage[];
   /** The turn's size in the model's tokens as measured from llama-server; null when unknown. */
   tokens?: number | null;
+  /** The files sent with its question, in order; absent or empty when none. */
+  files?: readonly StoredFile[];
 }
 
 /** A conversation's running summary: what its first `turns` turns said, for the model in their place. */
@@ -37,6 +52,8 @@ export interface ConversationItem {
 /** One turn of a {@link ConversationRecord}: `at` is when it was saved, in Unix seconds. */
 export interface RecordedTurn extends TurnView {
   at: number;
+  /** Its files with the text each gave (pictures without their bytes); absent when none. */
+  attached?: StoredFile[];
 }
 
 /** A whole conversation with its dates (Unix seconds), as `export` writes it. */
@@ -57,6 +74,10 @@ export interface OpenedConversation {
   messages: ChatMessage[][];
   /** Each turn's measured size in tokens; null for turns saved before sizes were kept. */
   tokens: (number | null)[];
+  /** Each turn's row in the history file. */
+  rows: number[];
+  /** Each turn's files, pictures without their bytes (`Store.fileData` reads them). */
+  files: StoredFile[][];
   /** The summary of its first turns; null when it has none. */
   summary: StoredSummary | null;
 }
@@ -64,30 +85,63 @@ export interface OpenedConversation {
 type Row = Record<string, unknown>;
 
 /** A turn row of `record`; `legacy` is the time of a turn saved before turns had one. */
-export function recordedTurn(row: Row, legacy: number): RecordedTurn {
+export function recordedTurn(
+  row: Row,
+  legacy: number,
+  files: StoredFile[] = [],
+): RecordedTurn {
   return {
     user: String(row.user ?? ""),
     reply: String(row.reply ?? ""),
     tools: parseTools(row.tools, Number(row.id)),
     at: row.at === null ? legacy : Number(row.at),
+    ...(files.length > 0
+      ? { files: files.map(fileView), attached: files }
+      : {}),
   };
 }
 
 /** The turn rows of `open`, in order: what clients see, what the model is sent, each one's size. */
 export function openedTurns(
   rows: Row[],
-): Pick<OpenedConversation, "turns" | "messages" | "tokens"> {
-  const turns: TurnView[] = [];
-  const messages: ChatMessage[][] = [];
-  const tokens: (number | null)[] = [];
+  files: ReadonlyMap<number, StoredFile[]>,
+): Pick<
+  OpenedConversation,
+  "turns" | "messages" | "tokens" | "rows" | "files"
+> {
+  const opened: Pick<
+    OpenedConversation,
+    "turns" | "messages" | "tokens" | "rows" | "files"
+  > = { turns: [], messages: [], tokens: [], rows: [], files: [] };
   for (const row of rows) {
+    const id = Number(row.id);
     const user = String(row.user ?? "");
     const reply = String(row.reply ?? "");
-    turns.push({ user, reply, tools: parseTools(row.tools, Number(row.id)) });
-    messages.push(parseMessages(row.messages, Number(row.id), user, reply));
-    tokens.push(parseTokens(row.tokens));
+    const attached = files.get(id) ?? [];
+    opened.turns.push({
+      user,
+      reply,
+      tools: parseTools(row.tools, id),
+      ...(attached.length > 0 ? { files: attached.map(fileView) } : {}),
+    });
+    opened.messages.push(parseMessages(row.messages, id, user, reply));
+    opened.tokens.push(parseTokens(row.tokens));
+    opened.rows.push(id);
+    opened.files.push(attached);
   }
-  return { turns, messages, tokens };
+  return opened;
+}
+
+/** A file as clients are shown it. */
+export function fileView(
+  file: Pick<StoredFile, "name" | "mime" | "bytes" | "kind">,
+): { name: string; mime: string; bytes: number; kind: FileKind } {
+  return {
+    name: file.name,
+    mime: file.mime,
+    bytes: file.bytes,
+    kind: file.kind,
+  };
 }
 
 /** A stored turn's `tools` column: its list of names, empty when unreadable. */

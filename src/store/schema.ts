@@ -82,6 +82,25 @@ const MIGRATIONS: readonly string[] = [
      shifts INTEGER NOT NULL, learned INTEGER NOT NULL);
    UPDATE conversations SET title = rtrim(substr(title, 1, 200))
      WHERE length(title) > 200;`,
+  // Files sent with a question, in order (`idx`): what each became (`kind`
+  // text, image or converted), the text it gave the question (searched by
+  // name and text in files_fts) and a picture's bytes; gone with their turn.
+  `CREATE TABLE turn_files(id INTEGER PRIMARY KEY,
+     turn INTEGER NOT NULL REFERENCES turns ON DELETE CASCADE,
+     idx INTEGER NOT NULL, name TEXT NOT NULL, mime TEXT NOT NULL,
+     bytes INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT, data BLOB);
+   CREATE INDEX turn_files_turn ON turn_files(turn, idx);
+   CREATE VIRTUAL TABLE files_fts USING fts5(name, text, content='turn_files',
+       content_rowid='id', tokenize='unicode61 remove_diacritics 2',
+       prefix='1 2 3 4');
+   CREATE TRIGGER turn_files_ai AFTER INSERT ON turn_files BEGIN
+     INSERT INTO files_fts(rowid, name, text)
+       VALUES (new.id, new.name, new.text);
+   END;
+   CREATE TRIGGER turn_files_ad AFTER DELETE ON turn_files BEGIN
+     INSERT INTO files_fts(files_fts, rowid, name, text)
+       VALUES ('delete', old.id, old.name, old.text);
+   END;`,
 ];
 
 /** The schema version this code writes. */
@@ -164,15 +183,19 @@ export function integrityProblems(
     );
   }
   if (!options.fullText) return problems;
-  try {
-    // rank 1 also compares the index with the turns table it mirrors.
-    db.exec(
-      "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)",
-    );
-  } catch (error) {
-    problems.push(
-      `full-text index: ${error instanceof Error ? error.message : error}`,
-    );
+  for (const index of ["turns_fts", "files_fts"]) {
+    try {
+      // rank 1 also compares the index with the table it mirrors.
+      db.exec(
+        `INSERT INTO ${index}(${index}, rank) VALUES ('integrity-check', 1)`,
+      );
+    } catch (error) {
+      problems.push(
+        `full-text index ${index}: ${
+          error instanceof Error ? error.message : error
+        }`,
+      );
+    }
   }
   return problems;
 }

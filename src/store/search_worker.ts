@@ -4,13 +4,18 @@
  * lets it read beside the store's writer.
  *
  * The worker is started from a blob built from the source text of
- * `prepareSearch` and `workerMain`: loading a module file would need read
+ * `prepareSearch`, `prepareSource` and `workerMain`: loading a module file would need read
  * permission on the daemon's own sources, while this way the worker needs
  * nothing but read of the database.
  */
 import { log } from "../base/log.ts";
 import { AssistantError } from "../base/errors.ts";
-import { prepareSearch, type SearchHit, type SearchOptions } from "./search.ts";
+import {
+  prepareSearch,
+  prepareSource,
+  type SearchHit,
+  type SearchOptions,
+} from "./search.ts";
 
 type Request =
   | { type: "open"; path: string; options: SearchOptions }
@@ -73,7 +78,10 @@ function workerMain(
 }
 
 const SOURCE = `import { DatabaseSync } from "node:sqlite";
-(${workerMain.toString()})(${prepareSearch.toString()}, DatabaseSync);
+(${workerMain.toString()})(
+  (db, options) => (${prepareSearch.toString()})(db, options, ${prepareSource.toString()}),
+  DatabaseSync,
+);
 `;
 
 /** Rebuilds an error that crossed the worker boundary as its message. */

@@ -47,6 +47,14 @@ import { integrityProblems } from "./schema.ts";
 import { prepareStatements, type Statements } from "./statements.ts";
 import { checkSummary, readSummary, writeSummary } from "./summaries.ts";
 import { titleOf } from "./title.ts";
+import {
+  fileAt,
+  fileData,
+  type FileStatements,
+  prepareFileStatements,
+  readFiles,
+  writeFiles,
+} from "./turn_files.ts";
 import { Upkeep, type UpkeepOptions } from "./upkeep.ts";
 
 export type {
@@ -54,11 +62,13 @@ export type {
   ConversationRecord,
   OpenedConversation,
   RecordedTurn,
+  StoredFile,
   StoredSummary,
   StoredTurn,
 } from "./rows.ts";
 export type { SearchHit } from "./search.ts";
 export { titleOf } from "./title.ts";
+export { fileView } from "./rows.ts";
 
 /** Injected dependencies and tuning of a store. */
 export interface StoreOptions {
@@ -84,6 +94,7 @@ export class Store implements Disposable {
   #db: DatabaseSync;
   #now: () => number;
   #sql: Statements;
+  #files: FileStatements;
   #search: Search;
   #upkeep: Upkeep;
 
@@ -97,10 +108,12 @@ export class Store implements Disposable {
     const { db, prepared } = openHistory(path, (db) => ({
       // Prepared now, so the first save does not pay for them.
       sql: prepareStatements(db),
+      files: prepareFileStatements(db),
       search: prepareSearch(db, tuning),
     }));
     this.#db = db;
     this.#sql = prepared.sql;
+    this.#files = prepared.files;
     this.#search = prepared.search;
     // Work a previous run left (a delete not yet carried out, a WAL not yet
     // checkpointed, segments not yet merged) resumes soon after opening.
@@ -134,7 +147,7 @@ export class Store implements Disposable {
         id = conversation;
       }
       const next = this.#sql.nextSeq.get(id);
-      this.#sql.insertTurn.run(
+      const inserted = this.#sql.insertTurn.run(
         id,
         Number(next?.seq ?? 1),
         turn.user,
@@ -144,6 +157,9 @@ export class Store implements Disposable {
         now,
         turn.tokens ?? null,
       );
+      if (turn.files?.length) {
+        writeFiles(this.#files, Number(inserted.lastInsertRowid), turn.files);
+      }
       return id;
     });
   }
@@ -192,6 +208,7 @@ export class Store implements Disposable {
         turn.tokens ?? null,
         Number(last.id),
       );
+      writeFiles(this.#files, Number(last.id), turn.files ?? []);
       const old = String(this.#sql.record.get(conversation)?.title ?? "");
       if (Number(last.seq) !== 1 || old !== titleOf(String(last.user ?? ""))) {
         return null;
@@ -217,8 +234,12 @@ export class Store implements Disposable {
     if (!row) return null;
     // Turns saved before they had a time take their conversation's then `updated`.
     const legacy = Number(row.legacy ?? 0);
-    const turns = this.#sql.recordTurns.all(id).map((turn) =>
-      recordedTurn(turn, legacy)
+    const rows = this.#sql.recordTurns.all(id);
+    const files = readFiles(
+      this.#files.ofTurns.iterate(JSON.stringify(rows.map((r) => r.id))),
+    );
+    const turns = rows.map((turn) =>
+      recordedTurn(turn, legacy, files.get(Number(turn.id)))
     );
     return {
       id,
@@ -245,8 +266,29 @@ export class Store implements Disposable {
   /** Loads every turn of a conversation, in order; null when there is no such conversation. */
   open(id: number): OpenedConversation | null {
     if (!this.exists(id)) return null;
-    const { turns, messages, tokens } = openedTurns(this.#sql.turnsOf.all(id));
-    return { id, turns, messages, tokens, summary: this.summary(id) };
+    const files = readFiles(this.#files.ofConversation.iterate(id));
+    const turns = openedTurns(this.#sql.turnsOf.all(id), files);
+    return { id, ...turns, summary: this.summary(id) };
+  }
+
+  /** The bytes of a stored turn's picture (`turn` its row, `index` its place among the turn's files); null when there is none. */
+  fileData(turn: number, index: number): Uint8Array | null {
+    return fileData(this.#files, turn, index);
+  }
+
+  /**
+   * The `index`-th file of the `turn`-th turn (both 0-based, as
+   * `conversation.turns` and its `files` list them) of a conversation, with
+   * its bytes: a picture's and a text file's as sent, a converted
+   * document's as the text it gave (`text/plain`: its own bytes are not
+   * kept); null when there is no such file.
+   */
+  fileAt(
+    conversation: number,
+    turn: number,
+    index: number,
+  ): { name: string; mime: string; data: Uint8Array } | null {
+    return fileAt(this.#files, conversation, turn, index);
   }
 
   /**

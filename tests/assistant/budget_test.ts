@@ -1,4 +1,5 @@
 /** The context budget alone: the reserve, the history chosen, leaving out, cutting results, the 400 resends, and the ledger's estimates. */
+import { contentText } from "../../src/llm/chat_types.ts";
 import assert from "node:assert/strict";
 import type { ChatMessage } from "../../src/llm/chat_types.ts";
 import { AssistantError } from "../../src/base/errors.ts";
@@ -189,7 +190,7 @@ Deno.test("a follow-up that would not fit leaves out history first, then cuts th
   const [, ...rest] = fitted.messages().slice(-3);
   assert.equal(rest[0]!.content, small, "the small result is whole");
   assert.match(
-    rest[1]!.content!,
+    contentText(rest[1]!.content),
     /^(x )+\n\n\[The rest of this tool result was cut: it was about 5000 tokens, more than the model's context had room for, and only its first \d+ are shown above\.\]$/,
   );
 });
@@ -375,7 +376,7 @@ Deno.test("a result is not cut for a reserve cutting cannot buy back, only to fi
     fitted.add({ role: "tool", tool_call_id: "a", content: "x ".repeat(100) });
     await fitted.measure();
     fitted.fit();
-    return fitted.messages().at(-1)!.content!;
+    return contentText(fitted.messages().at(-1)!.content);
   };
   // The fixed part alone passes the budget (3,072): the 100-token result could
   // not make up for it, and the request fits the context with room to reply.

@@ -369,6 +369,8 @@ Deno.test("a conversation stored before token counts were kept opens and answers
     }
     const raw = new DatabaseSync(paths.dbPath);
     raw.exec(`DROP TABLE summaries; ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE files_fts;
+              DROP TABLE turn_files;
               PRAGMA user_version = 5;`);
     raw.close();
 

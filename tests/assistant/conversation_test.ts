@@ -4,6 +4,7 @@
  * their sizes, and says which summary is due. Driven directly with a real
  * history file and a scripted model's choice, no reply loop around it.
  */
+import { contentText } from "../../src/llm/chat_types.ts";
 import assert from "node:assert/strict";
 import { CacheBook } from "../../src/assistant/cache_book.ts";
 import type { Conversation } from "../../src/assistant/conversation.ts";
@@ -50,6 +51,7 @@ async function asked(
     schemas: [],
     now: new Date(0),
     warm: false,
+    files: [],
     tokenize: (text) => Promise.resolve(countTokens(text)),
     signal,
   });
@@ -60,6 +62,7 @@ async function asked(
     reply,
     tools: [],
     messages: [plan.question, { role: "assistant", content: reply }],
+    files: [],
     replaces,
     model: MODEL,
   });
@@ -130,7 +133,7 @@ Deno.test("the summary due never covers the newest turn, however large it is", a
   assert.ok(job.upTo >= 1 && job.upTo <= 2, `${job.upTo}`);
   // The newest turn is either not in the request, or left out by its
   // instruction (a request that begins as the last one did shows it).
-  const instruction = job.messages.at(-1)!.content!;
+  const instruction = contentText(job.messages.at(-1)!.content);
   const shown = JSON.stringify(job.messages.slice(0, -1));
   assert.ok(
     !shown.includes("Question 3") || /its last exchange/.test(instruction),

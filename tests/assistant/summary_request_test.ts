@@ -1,4 +1,5 @@
 /** The summary request: what it is made of, and what becomes the summary. */
+import { contentText } from "../../src/llm/chat_types.ts";
 import assert from "node:assert/strict";
 import {
   planSummary,
@@ -77,7 +78,10 @@ Deno.test("a summary request begins with the last request and its reply when the
   const made = plan(c, 6, 8192, 1200)!;
   assert.equal(made.upTo, 6);
   assert.deepEqual(made.messages.slice(0, -1), c.lastRequest);
-  assert.match(made.messages.at(-1)!.content!, /its last 5 exchanges/);
+  assert.match(
+    contentText(made.messages.at(-1)!.content),
+    /its last 5 exchanges/,
+  );
 });
 
 Deno.test("when they do not fit, it carries only the turns to summarise, as many as fit, so every request moves the summary on", () => {
@@ -94,7 +98,10 @@ Deno.test("when they do not fit, it carries only the turns to summarise, as many
   // instruction leaves room for a part of the twenty turns.
   assert.ok(made.upTo > 0 && made.upTo < 20, `upTo ${made.upTo}`);
   assert.equal(made.messages.length, 1 + 2 * made.upTo + 1);
-  assert.match(made.messages.at(-1)!.content!, /^Summarise this conversation:/);
+  assert.match(
+    contentText(made.messages.at(-1)!.content),
+    /^Summarise this conversation:/,
+  );
   // A window that moved past the summary without one: from its end, the
   // turns as they were sent (the summary in the question that carried it)...
   const behind = conversation(30, 12);
@@ -108,7 +115,7 @@ Deno.test("when they do not fit, it carries only the turns to summarise, as many
     "Summary of the earlier conversation:\nBefore.\n\n[stamp] q6",
   );
   assert.match(
-    caught.messages.at(-1)!.content!,
+    contentText(caught.messages.at(-1)!.content),
     /with the summary it began with/,
   );
   // ...and one that rode in a later question goes in the instruction, so the
@@ -117,7 +124,7 @@ Deno.test("when they do not fit, it carries only the turns to summarise, as many
   const later = plan(behind, 20, 8192, 3000)!;
   assert.ok(!JSON.stringify(later.messages.slice(0, -1)).includes("Before."));
   assert.match(
-    later.messages.at(-1)!.content!,
+    contentText(later.messages.at(-1)!.content),
     /below: [\s\S]*\n\nSummary of the earlier conversation:\nBefore\.$/,
   );
   // Not one turn fits: no request.

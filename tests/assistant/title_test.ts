@@ -1,4 +1,5 @@
 /** `auto_title`: the title request, what becomes a title, and how it yields to the user. */
+import { contentText } from "../../src/llm/chat_types.ts";
 import assert from "node:assert/strict";
 import { titleFrom, titleMessages } from "../../src/assistant/title.ts";
 import { within } from "../support/client_harness.ts";
@@ -54,8 +55,8 @@ Deno.test("titleMessages quote the question and the reply, cut when long", () =>
     model: { id: "m", router: false, nCtx: null },
   });
   assert.equal(system?.role, "system");
-  assert.ok((user?.content ?? "").length < 2200);
-  assert.match(user?.content ?? "", /Short reply\.$/);
+  assert.ok(contentText(user?.content ?? "").length < 2200);
+  assert.match(contentText(user?.content ?? ""), /Short reply\.$/);
 });
 
 Deno.test("auto_title names a conversation after its first reply with one short request to the same model", async () => {

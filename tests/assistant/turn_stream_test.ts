@@ -65,6 +65,7 @@ Deno.test("tool-call pieces: id and name from the first piece, arguments joined"
   });
   const turn = new Turn({
     text: "Weather?",
+    files: [],
     replaces: false,
     ref: undefined,
     llm,

@@ -5,6 +5,7 @@
  * daemon subprocess, real sockets, the fake llama-server holding a 4,096-token
  * context).
  */
+import { contentText } from "../../src/llm/chat_types.ts";
 import type { ChatMessage } from "../../src/llm/chat_types.ts";
 import { ContextPlan } from "../../src/assistant/budget.ts";
 import {
@@ -135,8 +136,8 @@ function seedHistory(
   let id: number | null = null;
   for (const [i, messages] of history.entries()) {
     id = store.saveTurn(id, {
-      user: (messages[0]!.content ?? "").replace(/^\[[^\]]*\] /, ""),
-      reply: messages[1]!.content ?? "",
+      user: contentText(messages[0]!.content).replace(/^\[[^\]]*\] /, ""),
+      reply: contentText(messages[1]!.content),
       tools: [],
       messages,
       tokens: counts[i] ?? null,

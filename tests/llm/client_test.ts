@@ -392,7 +392,12 @@ Deno.test("single server: its one model, n_ctx from /props, cached", async () =>
   });
   const llmClient = client(llm, { model: "something-else" });
   const signal = new AbortController().signal;
-  const expected = { id: "/models/qwen.gguf", router: false, nCtx: 8192 };
+  const expected = {
+    id: "/models/qwen.gguf",
+    router: false,
+    nCtx: 8192,
+    vision: null,
+  };
   assert.deepEqual(await llmClient.chooseModel(signal), expected);
   assert.deepEqual(await llmClient.chooseModel(signal), expected);
   assert.deepEqual(llm.requests.map((r) => r.path), [
@@ -411,6 +416,7 @@ Deno.test("n_ctx prefers /props over meta, and falls back to meta when /props fa
     id: "m",
     router: false,
     nCtx: 4096,
+    vision: null,
   });
   llm.override(
     "/props",
@@ -476,7 +482,13 @@ capture(
       "router_models_dir/get_v1_models_after_tiny_a_loaded.json",
       { props: "router_models_dir/get_props_tiny_a.json" },
     );
-    assert.deepEqual(result, { id: "tiny-a", router: true, nCtx: 4096 });
+    // The captured props: a model without --mmproj reads no pictures.
+    assert.deepEqual(result, {
+      id: "tiny-a",
+      router: true,
+      nCtx: 4096,
+      vision: false,
+    });
     assert.deepEqual(paths, [
       "/v1/models",
       "/props?model=tiny-a&autoload=false",
@@ -490,7 +502,13 @@ capture(
     const { result, paths } = await chooseFrom(
       "router_sleep_idle/get_models_after_4s_idle.json",
     );
-    assert.deepEqual(result, { id: "tiny-a", router: true, nCtx: 4096 });
+    // Not asked: whether it reads pictures is not known.
+    assert.deepEqual(result, {
+      id: "tiny-a",
+      router: true,
+      nCtx: 4096,
+      vision: null,
+    });
     assert.deepEqual(paths, ["/v1/models"]);
   },
 );
@@ -511,7 +529,12 @@ capture(
         props,
         ...(model === undefined ? {} : { model }),
       });
-      assert.deepEqual(result, { id: expected, router: true, nCtx: 4096 });
+      assert.deepEqual(result, {
+        id: expected,
+        router: true,
+        nCtx: 4096,
+        vision: false,
+      });
       assert.deepEqual(paths, [
         "/v1/models",
         `/props?model=${expected}&autoload=false`,
@@ -530,7 +553,24 @@ capture("single capture: the one model, router false", async () => {
     id: "/srv/models/tiny.gguf",
     router: false,
     nCtx: 4096,
+    vision: false,
   });
+});
+
+Deno.test("a model reads pictures when /props says so in modalities; unknown when it says nothing", async () => {
+  await using llm = await FakeLlm.start({ models: [{ id: "m", nCtx: 4096 }] });
+  let modalities: unknown = { vision: true, audio: false };
+  llm.override("/props", () =>
+    Response.json({
+      default_generation_settings: { n_ctx: 4096 },
+      ...(modalities === undefined ? {} : { modalities }),
+    }));
+  const signal = new AbortController().signal;
+  assert.equal((await client(llm).chooseModel(signal)).vision, true);
+  modalities = { vision: "yes" };
+  assert.equal((await client(llm).chooseModel(signal)).vision, null);
+  modalities = undefined;
+  assert.equal((await client(llm).chooseModel(signal)).vision, null);
 });
 
 Deno.test("router: no request ever names a model that is not loaded", async () => {
@@ -551,7 +591,12 @@ Deno.test("router: no request ever names a model that is not loaded", async () =
     return { model, read: await readAll(stream) };
   };
   const first = await turn();
-  assert.deepEqual(first.model, { id: "small", router: true, nCtx: 2048 });
+  assert.deepEqual(first.model, {
+    id: "small",
+    router: true,
+    nCtx: 2048,
+    vision: null,
+  });
   assert.equal(first.read.error, null);
 
   llm.setModels([

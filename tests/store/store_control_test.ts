@@ -122,6 +122,8 @@ Deno.test("turns saved before turns had a time take their conversation's updated
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE files_fts;
+              DROP TABLE turn_files;
               PRAGMA user_version = 4;`);
     raw.close();
     using store = new Store(path, { now: clock(1_900_000_000) });

@@ -1,10 +1,6 @@
 /** Starts the real daemon as a subprocess with its derived flags, in temporary XDG dirs. */
-import { loadConfig } from "../../src/base/config.ts";
 import { type Paths, resolvePaths } from "../../src/base/paths.ts";
-import { deriveFlags } from "../../src/base/permissions.ts";
-import { runnerExecutables } from "../../src/tools/runner.ts";
-import { loadTools } from "../../src/tools/load.ts";
-import { mcpExecutables } from "../../src/tools/mcp_plan.ts";
+import { deriveDaemonFlags } from "../../src/launch/launch.ts";
 import { SocketClient } from "./socket_client.ts";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
@@ -95,22 +91,9 @@ export class Daemon implements AsyncDisposable {
         `tools_dirs = ${JSON.stringify(toolsDirs)}\n` +
         (options.config ?? ""),
     );
-    let flags = options.flags;
-    if (!flags) {
-      const { config } = await loadConfig(paths);
-      const { tools } = await loadTools(config.tools_dirs, {
-        canRun: () => true,
-      });
-      flags = deriveFlags({
-        paths,
-        config,
-        executables: [
-          ...tools.map((tool) => tool.executable),
-          ...runnerExecutables(config),
-          ...mcpExecutables(config, paths.configDir),
-        ],
-      });
-    }
+    // The flags `main.ts flags` would print for this home.
+    const flags = options.flags ??
+      (await deriveDaemonFlags({ env: (name) => env[name] })).flags;
     const child = new Deno.Command(Deno.execPath(), {
       args: ["run", "--quiet", ...flags, MAIN, "serve"],
       env: { ...inheritedEnv(), ...env },

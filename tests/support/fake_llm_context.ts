@@ -8,7 +8,7 @@
 
 /** Tokens the template and the tokenizer treat as one. */
 const SPECIAL =
-  /<\|im_start\|>|<\|im_end\|>|<think>|<\/think>|<tool_call>|<\/tool_call>|<tool_response>|<\/tool_response>/g;
+  /<__media__>|<\|im_start\|>|<\|im_end\|>|<think>|<\/think>|<tool_call>|<\/tool_call>|<tool_response>|<\/tool_response>/g;
 /** A word piece (up to five letters or digits, with the space before it), or any other single character. */
 const PIECE = / ?[\p{L}\p{M}\p{N}]{1,5}|[\s\S]/gu;
 
@@ -124,6 +124,22 @@ export function generatedText(
   return text;
 }
 
+/** Tokens a picture takes in the fake's prompts: its media marker, repeated. */
+export const FAKE_IMAGE_TOKENS = 256;
+
+/** A message's content as the template renders it: a picture as its media tokens, where it stands among the text. */
+function contentOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map((part: { type?: unknown; text?: unknown }) =>
+    part?.type === "text"
+      ? String(part.text ?? "")
+      : part?.type === "image_url"
+      ? "<__media__>".repeat(FAKE_IMAGE_TOKENS)
+      : ""
+  ).join("");
+}
+
 /** The rendered prompt, one part per message (the system one with the tools). */
 function renderParts(body: Record<string, unknown>): string[] {
   const messages = Array.isArray(body.messages)
@@ -146,7 +162,7 @@ function renderParts(body: Record<string, unknown>): string[] {
   }
   if (system !== "") out.push(`<|im_start|>system\n${system}<|im_end|>\n`);
   for (const message of rest) {
-    const content = typeof message.content === "string" ? message.content : "";
+    const content = contentOf(message.content);
     if (message.role === "tool") {
       out.push(
         `<|im_start|>user\n<tool_response>\n${content}\n</tool_response><|im_end|>\n`,
