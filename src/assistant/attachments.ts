@@ -77,7 +77,7 @@ export async function readFiles(
       read.push(file("converted", await reading.convert(mime, name, data)));
     } else if (isPictureType(mime)) {
       if (!SIGNATURES[mime]!(data)) {
-        throw badFile(`${name}: its bytes are not a ${mime} picture`);
+        throw badFile(`${name}: its bytes are not a picture of type ${mime}`);
       }
       read.push(file("image", null));
     } else {

@@ -120,18 +120,18 @@ function badFile(message: string): Refusal {
 /** The files of an `ask` or `edit`, decoded; a refusal naming the first problem. */
 function attachments(value: unknown): Attachment[] | Refusal {
   if (!Array.isArray(value)) {
-    return badFile("bad file: files must be an array of {name, mime, data}");
+    return badFile("files must be an array of {name, mime, data}");
   }
   if (value.length > MAX_FILES) {
     return badFile(
-      `bad file: at most ${MAX_FILES} files go with one question, not ${value.length}`,
+      `at most ${MAX_FILES} files go with one question, not ${value.length}`,
     );
   }
   const files: Attachment[] = [];
   for (const [i, file] of value.entries()) {
     const at = `file ${i + 1}`;
     if (!isRecord(file)) {
-      return badFile(`bad file: ${at} is not an object {name, mime, data}`);
+      return badFile(`${at} is not an object {name, mime, data}`);
     }
     const { name, mime, data } = file;
     if (
@@ -139,23 +139,23 @@ function attachments(value: unknown): Attachment[] | Refusal {
       name.length > MAX_FILE_NAME
     ) {
       return badFile(
-        `bad file: ${at} needs a name of 1 to ${MAX_FILE_NAME} characters`,
+        `${at} needs a name of 1 to ${MAX_FILE_NAME} characters`,
       );
     }
     const shown = name.toWellFormed();
     if (typeof mime !== "string" || mime.trim() === "") {
-      return badFile(`bad file: ${shown}: mime must be a non-empty string`);
+      return badFile(`${shown}: mime must be a non-empty string`);
     }
     if (typeof data !== "string") {
-      return badFile(`bad file: ${shown}: data must be its bytes in base64`);
+      return badFile(`${shown}: data must be its bytes in base64`);
     }
     let bytes: Uint8Array;
     try {
       bytes = Uint8Array.fromBase64(data);
     } catch {
-      return badFile(`bad file: ${shown}: data is not valid base64`);
+      return badFile(`${shown}: data is not valid base64`);
     }
-    if (bytes.length === 0) return badFile(`bad file: ${shown} is empty`);
+    if (bytes.length === 0) return badFile(`${shown} is empty`);
     files.push({ name: shown, mime: mime.trim().toLowerCase(), data: bytes });
   }
   return files;

@@ -32,6 +32,8 @@ export interface ScriptedModelOptions {
   answer(body: Body, index: number): Answer | Promise<Answer>;
   /** False: a server without `/tokenize`. Default true. */
   tokenize?: boolean;
+  /** What `/props` says of pictures (`modalities.vision`); default false. */
+  vision?: boolean | null;
 }
 
 /** The deltas of a plain answer: its words as content, the finish, usage and timings as llama-server reports them. */
@@ -91,6 +93,7 @@ export class ScriptedModel implements ModelSource {
       id: this.#o.id ?? "/srv/models/scripted.gguf",
       router: false,
       nCtx: this.#o.nCtx === undefined ? 4096 : this.#o.nCtx,
+      vision: this.#o.vision ?? false,
     });
   }
 
