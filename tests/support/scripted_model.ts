@@ -7,6 +7,8 @@
  * them against later events.
  */
 import type { ModelSource } from "../../src/assistant/turn.ts";
+import { AssistantError } from "../../src/base/errors.ts";
+import { ContextOverflow } from "../../src/llm/http_error.ts";
 import type { ModelChoice } from "../../src/llm/client.ts";
 import type { Delta } from "../../src/llm/sse_stream.ts";
 import { countTokens, promptTokens } from "./fake_llm_context.ts";
@@ -105,6 +107,18 @@ export class ScriptedModel implements ModelSource {
   ): Promise<ReadableStream<Delta>> {
     signal.throwIfAborted();
     const index = this.bodies.push(structuredClone(body) as Body) - 1;
+    // As llama-server does, a prompt longer than the context is refused.
+    const nCtx = this.#o.nCtx === undefined ? 4096 : this.#o.nCtx;
+    const prompt = promptTokens(body);
+    if (nCtx !== null && prompt > nCtx) {
+      throw new AssistantError(
+        `llama-server answered 400: request (${prompt} tokens) exceeds the available context size (${nCtx} tokens), try increasing it`,
+        {
+          code: "llama_http_error",
+          cause: new ContextOverflow(prompt, nCtx),
+        },
+      );
+    }
     const answer = await this.#o.answer(this.bodies[index]!, index);
     signal.throwIfAborted();
     if (answer instanceof Error) throw answer;

@@ -1,0 +1,289 @@
+/**
+ * Files and pictures with a question, through the assistant: what the model
+ * is sent, what every client is shown, what is kept and found again, and
+ * what a refused question leaves (nothing).
+ */
+import assert from "node:assert/strict";
+import { contentText } from "../../src/llm/chat_types.ts";
+import type { Attachment, Event } from "../../src/protocol/protocol.ts";
+import { Brain, type EventOf, isIdle } from "../support/brain.ts";
+import {
+  answerDeltas,
+  type Body,
+  ScriptedModel,
+} from "../support/scripted_model.ts";
+
+const PNG = await Deno.readFile(
+  new URL("../fixtures/files/red.png", import.meta.url),
+);
+const text = (s: string) => new TextEncoder().encode(s);
+const NOTES: Attachment = {
+  name: "notes.txt",
+  mime: "text/plain",
+  data: text("The ferry leaves at 7:40 from pier 3."),
+};
+const PICTURE: Attachment = { name: "red.png", mime: "image/png", data: PNG };
+
+function model(options: { vision?: boolean; nCtx?: number } = {}) {
+  return new ScriptedModel({
+    ...options,
+    answer: (body) => answerDeltas(body, "Noted."),
+  });
+}
+
+function ofType<T extends Event["type"]>(events: Event[], type: T) {
+  return events.filter((e): e is EventOf<T> => e.type === type);
+}
+
+/** The question of a request: the last user message's content. */
+function question(body: Body) {
+  return body.messages.at(-1)!.content as unknown;
+}
+
+/** Sends a command and resolves to the error it is refused with. */
+async function refusal(brain: Brain, command: Parameters<Brain["send"]>[0]) {
+  const error = await brain.send(command).then(() => null, (e: unknown) => e);
+  assert.ok(error instanceof Error, "refused");
+  return error as Error & { code?: string };
+}
+
+Deno.test("a text file rides in the question fenced and named, every client is shown it, and it is kept with the turn", async () => {
+  await using brain = await Brain.start({ llm: model() });
+  await brain.send({ type: "ask", text: "When?", files: [NOTES] });
+  const events = await brain.until(isIdle);
+  const [user] = ofType(events, "user");
+  const view = {
+    name: "notes.txt",
+    mime: "text/plain",
+    bytes: 37,
+    kind: "text",
+  };
+  assert.deepEqual(user?.files, [view]);
+  const sent = String(question(brain.llm.bodies[0]!));
+  assert.match(
+    sent,
+    /\] When\?\n\nFile notes\.txt:\n```\nThe ferry leaves at 7:40 from pier 3\.\n```$/,
+  );
+  const id = ofType(events, "done")[0]!.id!;
+  assert.deepEqual(brain.store.open(id)!.turns[0]?.files, [view]);
+  const opened = await brain.send({ type: "open", id });
+  assert.equal(opened, null);
+  const conversation = await brain.next("conversation");
+  assert.deepEqual(conversation.turns[0]?.files, [view]);
+});
+
+Deno.test("a follow-up question sends the earlier file exactly as it was sent, so the server's cache holds", async () => {
+  await using brain = await Brain.start({ llm: model({ vision: true }) });
+  await brain.send({ type: "ask", text: "Look", files: [NOTES, PICTURE] });
+  await brain.until(isIdle);
+  await brain.ask("And then?");
+  const [first, second] = brain.llm.bodies;
+  const asked = first!.messages.at(-1)!;
+  const replayed = second!.messages.find((m) =>
+    m.role === "user" && contentText(m.content as never).includes("Look")
+  );
+  assert.deepEqual(replayed, asked, "byte for byte");
+  // The picture went as an image_url part with its data URL.
+  const parts = question(first!) as { type: string; image_url?: unknown }[];
+  assert.deepEqual(parts.at(-1), {
+    type: "image_url",
+    image_url: { url: `data:image/png;base64,${PNG.toBase64()}` },
+  });
+});
+
+Deno.test("a picture for a model that reads none is refused before any request: no turn, nothing stored", async () => {
+  await using brain = await Brain.start({ llm: model({ vision: false }) });
+  const error = await refusal(brain, {
+    type: "ask",
+    text: "What is this?",
+    files: [PICTURE],
+  });
+  assert.equal(error.code, "no_vision");
+  assert.equal(
+    error.message,
+    "the model in use does not read pictures: start llama-server with its --mmproj",
+  );
+  assert.deepEqual(brain.llm.bodies, []);
+  assert.deepEqual(brain.events, [], "no user, no state");
+  assert.deepEqual(brain.store.list(), []);
+  // The connection's next question goes on as usual.
+  await brain.ask("Plain question");
+  assert.equal(brain.llm.bodies.length, 1);
+});
+
+Deno.test("a file that cannot be read, or a converter that fails, is refused with nothing stored and no turn", async () => {
+  await using brain = await Brain.start({
+    llm: model(),
+    assistant: {
+      reading: {
+        converts: (mime) => mime === "application/pdf",
+        convert: (_mime, name) =>
+          Promise.reject(
+            Object.assign(new Error(`${name}: its converter failed`), {
+              code: "convert_failed",
+            }),
+          ),
+      },
+    },
+  });
+  const binary: Attachment = {
+    name: "x.bin",
+    mime: "application/octet-stream",
+    data: new Uint8Array([0xff, 0x00, 0xfe]),
+  };
+  assert.equal(
+    (await refusal(brain, { type: "ask", text: "?", files: [binary] })).code,
+    "bad_file",
+  );
+  const pdf: Attachment = {
+    name: "r.pdf",
+    mime: "application/pdf",
+    data: text("%PDF"),
+  };
+  assert.match(
+    (await refusal(brain, { type: "ask", text: "?", files: [pdf] })).message,
+    /r\.pdf: its converter failed/,
+  );
+  assert.deepEqual(brain.events, []);
+  assert.deepEqual(brain.llm.bodies, []);
+  assert.deepEqual(brain.store.list(), []);
+});
+
+Deno.test("blank text with files is asked; retry sends the files again; edit keeps them, or drops them with files []", async () => {
+  await using brain = await Brain.start({ llm: model() });
+  await brain.send({ type: "ask", text: "", files: [NOTES] });
+  await brain.until(isIdle);
+  assert.match(String(question(brain.llm.bodies[0]!)), /File notes\.txt:/);
+  await brain.send({ type: "retry" });
+  await brain.until(isIdle);
+  assert.match(String(question(brain.llm.bodies[1]!)), /File notes\.txt:/);
+  await brain.send({ type: "edit", text: "Only this" });
+  await brain.until(isIdle);
+  assert.match(String(question(brain.llm.bodies[2]!)), /File notes\.txt:/);
+  await brain.send({ type: "edit", text: "Nothing attached", files: [] });
+  const edited = await brain.until(isIdle);
+  assert.doesNotMatch(String(question(brain.llm.bodies[3]!)), /File /);
+  assert.equal(ofType(edited, "user")[0]?.files, undefined);
+  const id = ofType(edited, "done")[0]!.id!;
+  assert.equal(brain.store.open(id)!.turns[0]?.files, undefined);
+});
+
+Deno.test("file answers a stored file's bytes; a place that names none is no_such_file", async () => {
+  await using brain = await Brain.start({ llm: model({ vision: true }) });
+  await brain.send({ type: "ask", text: "Both", files: [NOTES, PICTURE] });
+  const events = await brain.until(isIdle);
+  const id = ofType(events, "done")[0]!.id!;
+  const picture = await brain.send({
+    type: "file",
+    conversation: id,
+    turn: 0,
+    index: 1,
+  });
+  assert.deepEqual(picture, {
+    type: "file",
+    conversation: id,
+    turn: 0,
+    index: 1,
+    name: "red.png",
+    mime: "image/png",
+    data: PNG.toBase64(),
+  });
+  const notes = await brain.send({
+    type: "file",
+    conversation: id,
+    turn: 0,
+    index: 0,
+  }) as EventOf<"file">;
+  assert.equal(
+    new TextDecoder().decode(Uint8Array.fromBase64(notes.data)),
+    "The ferry leaves at 7:40 from pier 3.",
+  );
+  for (
+    const [conversation, turn, index] of [[id, 0, 2], [id, 1, 0], [
+      id + 9,
+      0,
+      0,
+    ]]
+  ) {
+    const error = await refusal(brain, {
+      type: "file",
+      conversation: conversation!,
+      turn: turn!,
+      index: index!,
+    });
+    assert.equal(error.code, "no_such_file");
+  }
+});
+
+Deno.test("search finds words inside attached text and names the file; export carries the files", async () => {
+  await using brain = await Brain.start({ llm: model() });
+  await brain.send({ type: "ask", text: "Keep this", files: [NOTES] });
+  const events = await brain.until(isIdle);
+  const id = ofType(events, "done")[0]!.id!;
+  const results = await brain.send({ type: "search", q: "ferry", limit: 10 });
+  const [hit] = (results as EventOf<"results">).items;
+  assert.equal(hit?.id, id);
+  assert.equal(hit?.file, "notes.txt");
+  assert.match(hit?.snippet ?? "", /\*\*ferry\*\*/);
+  // A word of the question is not from a file.
+  const own = await brain.send({ type: "search", q: "keep", limit: 10 });
+  assert.equal((own as EventOf<"results">).items[0]?.file, undefined);
+
+  const markdown = await brain.send({ type: "export", id, format: "markdown" });
+  assert.match(
+    (markdown as EventOf<"export">).text,
+    /\*File: notes\.txt\*\n\n```\nThe ferry leaves at 7:40 from pier 3\.\n```/,
+  );
+  const json = await brain.send({ type: "export", id, format: "json" });
+  const turns = JSON.parse((json as EventOf<"export">).text).turns;
+  assert.deepEqual(turns[0].files, [{
+    name: "notes.txt",
+    mime: "text/plain",
+    bytes: 37,
+    kind: "text",
+    text: "The ferry leaves at 7:40 from pier 3.",
+  }]);
+});
+
+Deno.test("a client that connects mid-reply is shown the question's files in hello.pending", async () => {
+  const held = Promise.withResolvers<void>();
+  await using brain = await Brain.start({
+    llm: new ScriptedModel({
+      answer: async (body) => {
+        await held.promise;
+        return answerDeltas(body, "Late.");
+      },
+    }),
+  });
+  await brain.send({ type: "ask", text: "Read", files: [NOTES] });
+  await brain.until((e) => e.type === "state" && e.state === "thinking");
+  const hello = brain.assistant.hello() as EventOf<"hello">;
+  assert.deepEqual(hello.pending?.files, [
+    { name: "notes.txt", mime: "text/plain", bytes: 37, kind: "text" },
+  ]);
+  held.resolve();
+  await brain.until(isIdle);
+});
+
+Deno.test("a question whose file does not fit the context even alone names the file and its size", async () => {
+  const big: Attachment = {
+    name: "huge.log",
+    mime: "text/plain",
+    data: text("line of a long log file\n".repeat(2000)),
+  };
+  await using brain = await Brain.start({
+    llm: new ScriptedModel({
+      nCtx: 2048,
+      answer: (body) => answerDeltas(body, "x"),
+    }),
+  });
+  await brain.send({ type: "ask", text: "Summarise", files: [big] });
+  const events = await brain.until(isIdle);
+  const [error] = ofType(events, "error");
+  assert.equal(error?.code, "question_too_long");
+  assert.match(
+    error?.message ?? "",
+    /; its largest file, huge\.log, is about \d+ tokens$/,
+  );
+  assert.deepEqual(brain.store.list(), []);
+});
