@@ -103,6 +103,14 @@ export interface TurnResult {
   plan: ContextPlan;
 }
 
+/** What stands in for the answer of a reply cut short inside its reasoning, by what cut it. */
+export const CUT_IN_REASONING: Readonly<Record<Truncation, string>> = {
+  max_tokens:
+    "[the reply ended inside its reasoning: raise max_tokens or set thinking = false]",
+  context:
+    "[the reply ended inside its reasoning: the context is full; start a new conversation or set thinking = false]",
+};
+
 /** Two requests' costs as one: each figure summed. */
 export function addTimings(
   sum: Timings | null,
@@ -225,6 +233,12 @@ export class Turn {
       // A call cut off by the length limit is incomplete: it is not run.
       if (end.calls.length === 0 || last || truncated !== null) {
         stored.push({ role: "assistant", content: end.content });
+        // Cut short while still reasoning, no answer came: the note stands
+        // where it would be, for every client and in the stored reply (the
+        // model's own message stays as it was).
+        if (truncated !== null && end.thought && end.content.trim() === "") {
+          yield { type: "token", delta: CUT_IN_REASONING[truncated] };
+        }
         break;
       }
       const assistant: ChatMessage = {

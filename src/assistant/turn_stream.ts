@@ -21,6 +21,8 @@ export interface ReplyEnd {
   usage: (Delta & { kind: "usage" }) | null;
   /** What the request cost, when the server said. */
   timings: Timings | null;
+  /** Whether any reasoning came. */
+  thought: boolean;
 }
 
 /** Streams one response as events; returns its content and tool calls. */
@@ -31,10 +33,12 @@ export async function* readReply(
   let finish: string | null = null;
   let usage: (Delta & { kind: "usage" }) | null = null;
   let timings: Timings | null = null;
+  let thought = false;
   const pieces = new Map<number, ToolCall>();
   for await (const delta of stream) {
     switch (delta.kind) {
       case "think":
+        thought = true;
         yield { type: "think", delta: delta.text };
         break;
       case "content":
@@ -78,5 +82,5 @@ export async function* readReply(
     ...call,
     id: call.id === "" ? `call_${index}` : call.id,
   }));
-  return { content, calls, finish, usage, timings };
+  return { content, calls, finish, usage, timings, thought };
 }

@@ -207,3 +207,31 @@ Deno.test("a conversation deleted right after its reply's end gets no title or s
     [],
   );
 });
+
+Deno.test("a reply cut short inside its reasoning says so where the answer would be, shown and stored alike", async () => {
+  await using brain = await Brain.start({
+    llm: new ScriptedModel({
+      answer: () => [
+        { kind: "think", text: "Let me think about it at length" },
+        { kind: "finish", reason: "length" },
+        { kind: "usage", used: 120, prompt: 60 },
+      ],
+    }),
+    config: { request: { max_tokens: 60 } },
+  });
+  const events = await brain.ask("A hard question");
+  const shown = ofType(events, "token").map((e) => e.delta).join("");
+  assert.equal(
+    shown,
+    "[the reply ended inside its reasoning: raise max_tokens or set thinking = false]",
+  );
+  const [done] = ofType(events, "done");
+  assert.equal(done?.truncated_by, "max_tokens");
+  const stored = brain.store.open(done!.id!)!;
+  assert.equal(stored.turns[0]?.reply, shown);
+  // The model is not told it said the note.
+  assert.deepEqual(stored.messages[0]?.at(-1), {
+    role: "assistant",
+    content: "",
+  });
+});
