@@ -101,6 +101,18 @@ const MIGRATIONS: readonly string[] = [
      INSERT INTO files_fts(files_fts, rowid, name, text)
        VALUES ('delete', old.id, old.name, old.text);
    END;`,
+  // What the user let the assistant remember: short facts, each with the
+  // conversation and turn it came from (the conversation's gone: NULL), and
+  // the facts the user refused, by their text folded (case and spacing), so
+  // none is proposed again. Each conversation records how many of its turns
+  // were read for facts to propose.
+  `CREATE TABLE memories(id INTEGER PRIMARY KEY AUTOINCREMENT,
+     text TEXT NOT NULL, created INTEGER NOT NULL, updated INTEGER NOT NULL,
+     conv INTEGER REFERENCES conversations ON DELETE SET NULL, turn INTEGER);
+   CREATE INDEX memories_updated ON memories(updated, id);
+   CREATE TABLE refused(folded TEXT PRIMARY KEY, text TEXT NOT NULL,
+     at INTEGER NOT NULL);
+   ALTER TABLE conversations ADD COLUMN memory_read INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** The schema version this code writes. */

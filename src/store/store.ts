@@ -47,6 +47,7 @@ import { integrityProblems } from "./schema.ts";
 import { prepareStatements, type Statements } from "./statements.ts";
 import { checkSummary, readSummary, writeSummary } from "./summaries.ts";
 import { titleOf } from "./title.ts";
+import { Memories, prepareMemoryStatements } from "./memories.ts";
 import {
   fileAt,
   fileData,
@@ -69,6 +70,7 @@ export type {
 export type { SearchHit } from "./search.ts";
 export { titleOf } from "./title.ts";
 export { fileView } from "./rows.ts";
+export { folded, Memories, type StoredMemory } from "./memories.ts";
 
 /** Injected dependencies and tuning of a store. */
 export interface StoreOptions {
@@ -95,6 +97,8 @@ export class Store implements Disposable {
   #now: () => number;
   #sql: Statements;
   #files: FileStatements;
+  /** What the assistant remembers of the user. */
+  readonly memories: Memories;
   #search: Search;
   #upkeep: Upkeep;
 
@@ -109,6 +113,7 @@ export class Store implements Disposable {
       // Prepared now, so the first save does not pay for them.
       sql: prepareStatements(db),
       files: prepareFileStatements(db),
+      memory: prepareMemoryStatements(db),
       search: prepareSearch(db, tuning),
     }));
     this.#db = db;
@@ -123,6 +128,10 @@ export class Store implements Disposable {
       upkeep.deferMs = options.upkeepDeferMs;
     }
     this.#upkeep = new Upkeep(this.#db, this.#sql, upkeep);
+    this.memories = new Memories(prepared.memory, {
+      now: this.#now,
+      wrote: () => this.#upkeep.wrote(),
+    });
   }
 
   /** Saves one turn in one transaction; returns its conversation id (new when `conversation` is null). */
@@ -276,13 +285,7 @@ export class Store implements Disposable {
     return fileData(this.#files, turn, index);
   }
 
-  /**
-   * The `index`-th file of the `turn`-th turn (both 0-based, as
-   * `conversation.turns` and its `files` list them) of a conversation, with
-   * its bytes: a picture's and a text file's as sent, a converted
-   * document's as the text it gave (`text/plain`: its own bytes are not
-   * kept); null when there is no such file.
-   */
+  /** The `index`-th file of a conversation's `turn`-th turn (0-based), with its bytes (a converted document's are its text); null when there is none. */
   fileAt(
     conversation: number,
     turn: number,
