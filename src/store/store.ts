@@ -19,11 +19,9 @@
  *   and finally its row. Turns and index agree at every commit, so a crash
  *   at any point leaves a consistent file whose next open resumes the work.
  *
- * The file is personal data: its modes are enforced on every open and a
- * symbolic link in its place is refused (`files.ts`); opening it is in
- * `connection.ts`, the schema and its migrations in `schema.ts`, the
- * statements in `statements.ts`, the values it takes and gives in `rows.ts`,
- * a conversation's summary in `summaries.ts`.
+ * The file is personal data: modes enforced, a symbolic link refused
+ * (`files.ts`). Also here: `connection.ts`, `schema.ts` (migrations),
+ * `statements.ts`, `rows.ts`, `summaries.ts`, `turn_files.ts`, `memories.ts`.
  */
 import type { DatabaseSync } from "node:sqlite";
 import { AssistantError } from "../base/errors.ts";
@@ -58,18 +56,18 @@ import {
 } from "./turn_files.ts";
 import { Upkeep, type UpkeepOptions } from "./upkeep.ts";
 
-export type {
-  ConversationItem,
-  ConversationRecord,
-  OpenedConversation,
-  RecordedTurn,
-  StoredFile,
-  StoredSummary,
-  StoredTurn,
+export {
+  type ConversationItem,
+  type ConversationRecord,
+  fileView,
+  type OpenedConversation,
+  type RecordedTurn,
+  type StoredFile,
+  type StoredSummary,
+  type StoredTurn,
 } from "./rows.ts";
 export type { SearchHit } from "./search.ts";
 export { titleOf } from "./title.ts";
-export { fileView } from "./rows.ts";
 export { folded, Memories, type StoredMemory } from "./memories.ts";
 
 /** Injected dependencies and tuning of a store. */
@@ -280,7 +278,7 @@ export class Store implements Disposable {
     return { id, ...turns, summary: this.summary(id) };
   }
 
-  /** The bytes of a stored turn's picture (`turn` its row, `index` its place among the turn's files); null when there is none. */
+  /** A stored picture's bytes (`turn` its row, `index` its place); null when there is none. */
   fileData(turn: number, index: number): Uint8Array | null {
     return fileData(this.#files, turn, index);
   }
