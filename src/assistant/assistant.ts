@@ -39,6 +39,10 @@ import { ToolCalls } from "./tool_calls.ts";
 import type { ModelSource, TurnConfig, TurnStart } from "./turn.ts";
 import type { QuestionFile, Reading } from "./attachments.ts";
 import { checkVision, NO_CONVERTERS, readyFiles } from "./questions.ts";
+import { MemoryBook } from "./memory.ts";
+import { memoryCommand, rememberTool } from "./memory_commands.ts";
+import { type IdleTimer, Proposer } from "./proposals.ts";
+import type { Config } from "../base/config.ts";
 
 export type { ModelSource, TurnConfig } from "./turn.ts";
 export type { Searcher } from "./archive.ts";
@@ -47,8 +51,11 @@ export type { Searcher } from "./archive.ts";
 export interface AssistantOptions {
   store: Store;
   llm: ModelSource;
-  /** `auto_title` absent is off. */
-  config: TurnConfig & { auto_title?: boolean };
+  /** `auto_title` absent is off; `memory` absent is off. */
+  config:
+    & TurnConfig
+    & { auto_title?: boolean }
+    & Partial<Pick<Config, "memory" | "memory_idle" | "memory_tokens">>;
   tools: readonly ToolDef[];
   emit: (event: Event) => void;
   searcher?: Searcher;
@@ -65,6 +72,8 @@ export interface AssistantOptions {
   confirm?: { tools: readonly string[]; timeoutSeconds: number };
   /** The document converters of `[convert]`; default none. */
   reading?: Reading;
+  /** The timer of a conversation's idle spell before facts are proposed; default the real one. */
+  idleTimer?: IdleTimer;
 }
 
 const startedAt = performance.now();
@@ -83,6 +92,8 @@ export class Assistant implements Disposable {
   #summaries: Summarizer;
   #archive: Archive;
   #replies: Replies;
+  #memory: MemoryBook;
+  #proposer: Proposer;
   /** Whether listening is on: the voice client records meanwhile. */
   #listening = false;
 
@@ -90,11 +101,23 @@ export class Assistant implements Disposable {
   constructor(options: AssistantOptions) {
     this.#options = options;
     const ledger = new TokenLedger();
+    const memoryConfig = {
+      ...options.config,
+      memory: options.config.memory ?? "off",
+      memory_idle: options.config.memory_idle ?? 120,
+      memory_tokens: options.config.memory_tokens ?? 300,
+    };
+    this.#memory = new MemoryBook({
+      memories: options.store.memories,
+      config: memoryConfig,
+      publish: (event) => this.#publish(event),
+    });
     this.#conversations = new Conversations({
       store: options.store,
       ledger,
       book: new CacheBook(options.store),
       config: options.config,
+      memories: this.#memory,
     });
     this.#current = this.#conversations.create();
     this.#calls = new ToolCalls({
@@ -106,6 +129,7 @@ export class Assistant implements Disposable {
       signal: this.#shutdown.signal,
       toolKillHelper: options.toolKillHelper ?? null,
       ...(options.runTool ? { runTool: options.runTool } : {}),
+      builtins: [rememberTool(this.#memory)],
     });
     this.#side = new IdleRunner({
       busy: () => this.#replies.turn !== null,
@@ -127,6 +151,15 @@ export class Assistant implements Disposable {
       publish: (event) => this.#publish(event),
       runner: this.#side,
     });
+    this.#proposer = new Proposer({
+      llm: options.llm,
+      memories: options.store.memories,
+      book: this.#memory,
+      config: memoryConfig,
+      runner: this.#side,
+      publish: (event) => this.#publish(event),
+      ...(options.idleTimer ? { timer: options.idleTimer } : {}),
+    });
     this.#archive = new Archive({
       store: options.store,
       conversations: this.#conversations,
@@ -141,6 +174,7 @@ export class Assistant implements Disposable {
       side: this.#side,
       titles: this.#titles,
       summaries: this.#summaries,
+      proposals: this.#proposer,
       now: () => options.now?.() ?? new Date(),
       shutdown: this.#shutdown.signal,
       current: () => this.#current,
@@ -158,6 +192,7 @@ export class Assistant implements Disposable {
       current: this.#current,
       reply: turn && { conversation: turn.conversation, pending: turn.pending },
       waiting: this.#calls.waiting,
+      proposed: this.#proposer.waiting,
     });
     return Object.assign(hello, { listening: this.#listening });
   }
@@ -192,6 +227,13 @@ export class Assistant implements Disposable {
       case "edit":
         await this.#retry(command, ref);
         return null;
+      case "memories":
+      case "remember":
+      case "forget":
+      case "accept":
+      case "refuse":
+      case "export_memories":
+        return memoryCommand(command, this.#memory, this.#proposer);
       case "file":
         return this.#archive.file(
           command.conversation,
@@ -271,6 +313,7 @@ export class Assistant implements Disposable {
     this.#replies.stop();
     this.#shutdown.abort();
     this.#side[Symbol.dispose]();
+    this.#proposer[Symbol.dispose]();
   }
 
   /** Same as `shutdown`. */
@@ -293,6 +336,8 @@ export class Assistant implements Disposable {
       previous.discard();
       this.#summaries.cancel(previous);
     }
+    // Left for another: its new turns are read for facts now.
+    if (previous !== conversation) this.#proposer.left(previous);
     this.#current = conversation;
     this.#publish({
       type: "conversation",
@@ -300,6 +345,7 @@ export class Assistant implements Disposable {
       turns: conversation.turns,
       ...(conversation.private ? { private: true as const } : {}),
       summary: conversation.summary,
+      memories: conversation.memories,
       ...refField(ref),
     });
   }

@@ -28,6 +28,7 @@ import {
   withPictures,
 } from "./attachments.ts";
 import { planRequest, type Question } from "./request_plan.ts";
+import { type MemoryBlock, NO_MEMORIES } from "./memory.ts";
 
 export type { Question } from "./request_plan.ts";
 import {
@@ -46,6 +47,15 @@ export interface ConversationDeps {
   config: TurnConfig;
   /** A new conversation was saved for the first time: it has its id now. */
   saved(conversation: Conversation): void;
+  /** The memories a conversation's requests carry, taken at its first request; absent: none. */
+  memories?: MemorySource | undefined;
+}
+
+/** Where a conversation takes the memories its requests carry. */
+export interface MemorySource {
+  block(count: (text: string) => Promise<number>): Promise<MemoryBlock>;
+  count(): number;
+  readonly on: boolean;
 }
 
 /** One finished turn as its conversation holds it. */
@@ -108,6 +118,8 @@ export class Conversation {
   #summaryFailedAt: number | null = null;
   #last: LastRequest | null = null;
   #deleted = false;
+  /** The memories its requests carry: taken at its first request in this run, then kept, so its prefix never changes. */
+  #memory: MemoryBlock | null = null;
 
   /** A conversation as the history holds it; `opened` null: a new one, not saved yet. */
   constructor(
@@ -149,6 +161,18 @@ export class Conversation {
   /** Earlier turns its summary covers; 0 without one. */
   get summarized(): number {
     return this.#summary?.turns ?? 0;
+  }
+
+  /** How many memories its requests carry (before its first request: how many there are). */
+  get memories(): number {
+    const memories = this.#deps.memories;
+    if (this.#memory) return this.#memory.count;
+    return memories?.on ? memories.count() : 0;
+  }
+
+  /** The model its last request used, in this run; null before one. */
+  get model(): ModelChoice | null {
+    return this.#last?.model ?? null;
   }
 
   /** Deleted, or private and no longer current: nothing more is asked or kept for it. */
@@ -200,7 +224,18 @@ export class Conversation {
   }
 
   /** The request for a question, planned within the model's context. */
-  plan(question: Question): Promise<ContextPlan> {
+  async plan(question: Question): Promise<ContextPlan> {
+    const { ledger, memories } = this.#deps;
+    this.#memory ??= memories
+      ? await memories.block(async (text) =>
+        (await ledger.count(
+          question.model.id,
+          text,
+          question.tokenize,
+          question.signal,
+        )).tokens
+      )
+      : NO_MEMORIES;
     const held = question.replaces ? this.#turns.slice(0, -1) : this.#turns;
     // A summary made before the rule held may cover the turn a retry
     // replaces: such a request goes without it.
@@ -214,6 +249,7 @@ export class Conversation {
       summary,
       previous: this.#last?.start ?? null,
       failedAt: this.#summaryFailedAt,
+      memories: this.#memory.text,
     });
   }
 

@@ -10,7 +10,11 @@
 import { AssistantError } from "../base/errors.ts";
 import type { Store } from "../store/store.ts";
 import type { CacheBook } from "./cache_book.ts";
-import { Conversation, type ConversationDeps } from "./conversation.ts";
+import {
+  Conversation,
+  type ConversationDeps,
+  type MemorySource,
+} from "./conversation.ts";
 import type { TokenLedger } from "./token_ledger.ts";
 import type { TurnConfig } from "./turn_config.ts";
 
@@ -23,6 +27,8 @@ export interface ConversationsOptions {
   ledger: TokenLedger;
   book: CacheBook;
   config: TurnConfig;
+  /** The memories a conversation's requests carry; absent: none. */
+  memories?: MemorySource;
 }
 
 /** Every conversation in memory, one object per id. */

@@ -33,6 +33,11 @@ export interface RepliesOptions {
   side: IdleRunner;
   titles: Titler;
   summaries: Summarizer;
+  /** Told when a conversation's turn starts and ends: facts are proposed after an idle spell. */
+  proposals: {
+    busy(conversation: Conversation): void;
+    idle(conversation: Conversation): void;
+  };
   now: () => Date;
   /** Aborts once the daemon is shutting down. */
   shutdown: AbortSignal;
@@ -98,6 +103,7 @@ export class Replies {
     // A title or summary request never holds up a question: it waits for
     // the next pause.
     o.side.pause();
+    o.proposals.busy(conversation);
     const turn = new Turn({
       ...start,
       llm: o.llm,
@@ -215,6 +221,7 @@ export class Replies {
       countTurn(conversation, kept.held, result.plan).finally(() => {
         // Deleted meanwhile: nothing more is asked for it.
         if (!conversation.deleted) {
+          o.proposals.idle(conversation);
           if (titled) {
             o.titles.request(id, { question: user, reply, model });
           }
@@ -276,6 +283,7 @@ export class Replies {
           total: plan.total,
           summarized: conversation.summarized,
         };
+        const memories = conversation.memories;
         if (o.current() === conversation) {
           o.publish({ type: "window", ...window });
         }
@@ -289,6 +297,7 @@ export class Replies {
             // A refusal may have told the size /props did not.
             max: plan.nCtx ?? o.status().ctx_max,
             ...window,
+            memories,
           });
         }
         break;

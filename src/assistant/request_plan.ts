@@ -53,6 +53,8 @@ export interface RequestInput {
   previous: number | null;
   /** The window start a summary was last asked for and could not be made. */
   failedAt: number | null;
+  /** The memories the system message ends with; "" for none. */
+  memories: string;
 }
 
 /** Plans a question's request within the model's context. */
@@ -86,7 +88,8 @@ export function planRequest(
     config,
     system: {
       role: "system",
-      content: systemPrompt(config.system_prompt, model.id, now),
+      content: systemPrompt(config.system_prompt, model.id, now) +
+        input.memories,
     },
     schemas: question.schemas,
     question: sent as ChatMessage & { role: "user" },

@@ -11,6 +11,7 @@ import type {
   Event,
   HelloPending,
   PendingView,
+  ProposalView,
 } from "../protocol/protocol.ts";
 import type { Conversation } from "./conversation.ts";
 
@@ -104,11 +105,13 @@ export interface HelloParts {
   reply: { conversation: Conversation; pending: PendingView } | null;
   /** The call waiting for the user's approval, if any. */
   waiting: ConfirmView | null;
+  /** The facts proposed and not yet answered. */
+  proposed: ProposalView[];
 }
 
 /** The `hello` for a client that just connected. */
 export function helloEvent(parts: HelloParts): Event {
-  const { backend, current, waiting } = parts;
+  const { backend, current, waiting, proposed } = parts;
   return {
     type: "hello",
     ...parts.status,
@@ -119,6 +122,8 @@ export function helloEvent(parts: HelloParts): Event {
     ...(waiting ? { confirm: waiting } : {}),
     ...(current.private ? { private: true as const } : {}),
     ...(current.summary ? { summary: current.summary } : {}),
+    memories: current.memories,
+    ...(proposed.length > 0 ? { proposed } : {}),
   };
 }
 

@@ -9,7 +9,26 @@ import type { McpHub } from "../tools/mcp.ts";
 import type { runTool, ToolOutcome } from "../tools/runner.ts";
 import { Toolbox } from "../tools/toolbox.ts";
 import { Approvals, declinedOutcome } from "./approval.ts";
+import { AssistantError } from "../base/errors.ts";
 import type { Approval, TurnConfig, TurnTools } from "./turn.ts";
+import type { Conversation } from "./conversation.ts";
+
+/** A tool of the daemon's own, besides the tool files and MCP servers. */
+export interface BuiltinTool {
+  name: string;
+  description: string;
+  /** Its arguments' JSON schema. */
+  parameters: Record<string, unknown>;
+  /** Every call waits for the user's approval, whatever the config says. */
+  confirm: boolean;
+  /** Whether the model is offered it in this conversation. */
+  offered(conversation: Conversation): boolean;
+  /** Runs a call with its arguments (an object); resolves to what the model reads. */
+  run(
+    args: Record<string, unknown>,
+    conversation: Conversation,
+  ): Promise<string> | string;
+}
 
 /** What the tool calls need. */
 export interface ToolCallsOptions {
@@ -24,6 +43,8 @@ export interface ToolCallsOptions {
   /** Coreutils `timeout`, to kill a timed-out tool's whole process group; null kills the tool alone. */
   toolKillHelper: string | null;
   runTool?: typeof runTool;
+  /** The daemon's own tools; their names win over a tool file's. */
+  builtins?: readonly BuiltinTool[];
 }
 
 /** Runs the model's tool calls, each one asked of the user first where it must be. */
@@ -51,9 +72,34 @@ export class ToolCalls implements TurnTools {
     return this.#options.confirm?.timeoutSeconds ?? 120;
   }
 
-  /** The tools' function schemas for a request. */
-  schemas(): unknown[] {
-    return this.#toolbox.schemas();
+  /** The tools' function schemas for a request in the conversation, sorted by name (the request's start stays byte-stable). */
+  schemas(conversation: Conversation): unknown[] {
+    const own = this.#offered(conversation).map((tool) => ({
+      type: "function",
+      function: {
+        name: tool.name,
+        description: tool.description,
+        parameters: tool.parameters,
+      },
+    }));
+    const taken = new Set(own.map((schema) => schema.function.name));
+    const named = (schema: unknown) =>
+      String((schema as { function?: { name?: unknown } }).function?.name);
+    return [
+      ...own,
+      ...this.#toolbox.schemas().filter((schema) => !taken.has(named(schema))),
+    ].sort((a, b) => named(a) < named(b) ? -1 : named(a) > named(b) ? 1 : 0);
+  }
+
+  #offered(conversation: Conversation): BuiltinTool[] {
+    return (this.#options.builtins ?? []).filter((tool) =>
+      tool.offered(conversation)
+    );
+  }
+
+  #builtin(name: string, conversation: Conversation): BuiltinTool | null {
+    return this.#offered(conversation).find((tool) => tool.name === name) ??
+      null;
   }
 
   /** The call waiting for the user now, or null. */
@@ -67,11 +113,18 @@ export class ToolCalls implements TurnTools {
   }
 
   /** The wait for the user's approval where the call needs one; null to run it at once. */
-  approval(call: ToolCall, signal: AbortSignal): Approval | null {
+  approval(
+    call: ToolCall,
+    signal: AbortSignal,
+    conversation: Conversation,
+  ): Approval | null {
     const name = call.function.name;
-    if (!this.#toolbox.confirms(name)) return null;
+    const builtin = this.#builtin(name, conversation);
+    if (builtin ? !builtin.confirm : !this.#toolbox.confirms(name)) return null;
     // A call refused before it runs (bad arguments) needs no approval.
-    const args = this.#toolbox.runnableArgs(name, call.function.arguments);
+    const args = builtin
+      ? parseArgs(call.function.arguments)
+      : this.#toolbox.runnableArgs(name, call.function.arguments);
     if (args === null) return null;
     const started = performance.now();
     const { view, decision } = this.#approvals.ask(name, args, signal);
@@ -86,14 +139,64 @@ export class ToolCalls implements TurnTools {
     return { view, outcome };
   }
 
-  /** Runs one call. */
-  run(call: ToolCall): Promise<ToolOutcome> {
+  /** Runs one call made in the conversation. */
+  async run(call: ToolCall, conversation: Conversation): Promise<ToolOutcome> {
+    const builtin = this.#builtin(call.function.name, conversation);
+    if (builtin) return await runBuiltin(builtin, call, conversation);
     const { config } = this.#options;
-    return this.#toolbox.run(call.function.name, call.function.arguments, {
-      outputLimit: config.tool_output_limit,
-      defaultTimeout: config.tool_timeout,
-      signal: this.#options.signal,
-      timeoutHelper: this.#options.toolKillHelper,
-    });
+    return await this.#toolbox.run(
+      call.function.name,
+      call.function.arguments,
+      {
+        outputLimit: config.tool_output_limit,
+        defaultTimeout: config.tool_timeout,
+        signal: this.#options.signal,
+        timeoutHelper: this.#options.toolKillHelper,
+      },
+    );
   }
+}
+
+/** A call's arguments as an object; null when they are not one. */
+function parseArgs(json: string): Record<string, unknown> | null {
+  try {
+    const args: unknown = JSON.parse(json === "" ? "{}" : json);
+    return typeof args === "object" && args !== null && !Array.isArray(args)
+      ? args as Record<string, unknown>
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs a built-in tool's call; never throws: a fault is what the model reads. */
+async function runBuiltin(
+  tool: BuiltinTool,
+  call: ToolCall,
+  conversation: Conversation,
+): Promise<ToolOutcome> {
+  const started = performance.now();
+  const args = parseArgs(call.function.arguments);
+  let content: string;
+  let status = "exit 0";
+  if (args === null) {
+    content = `The arguments of ${tool.name} must be a JSON object.`;
+    status = "invalid arguments";
+  } else {
+    try {
+      content = await tool.run(args, conversation);
+    } catch (error) {
+      content = `${tool.name} failed: ${
+        error instanceof AssistantError ? error.message : "an internal error"
+      }.`;
+      status = "failed";
+    }
+  }
+  return {
+    content,
+    bytes: new TextEncoder().encode(content).length,
+    lines: content.split("\n").length,
+    durationMs: Math.round(performance.now() - started),
+    status,
+  };
 }

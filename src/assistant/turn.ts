@@ -54,12 +54,16 @@ export interface Approval {
 
 /** How a turn runs the model's tool calls. */
 export interface TurnTools {
-  /** The tools' function schemas for the request. */
-  schemas(): unknown[];
+  /** The tools' function schemas for a request in the conversation. */
+  schemas(conversation: Conversation): unknown[];
   /** The wait for the user's approval where the call needs one; null to run it at once. */
-  approval(call: ToolCall, signal: AbortSignal): Approval | null;
-  /** Runs one call. */
-  run(call: ToolCall): Promise<ToolOutcome>;
+  approval(
+    call: ToolCall,
+    signal: AbortSignal,
+    conversation: Conversation,
+  ): Approval | null;
+  /** Runs one call made in the conversation. */
+  run(call: ToolCall, conversation: Conversation): Promise<ToolOutcome>;
 }
 
 /** What a turn yields: a reply's events as clients get them, and what the status learns on the way. */
@@ -190,7 +194,7 @@ export class Turn {
     const { llm, config, tools, conversation } = this.#o;
     const model = await llm.chooseModel(signal);
     this.model = model;
-    const schemas = tools.schemas();
+    const schemas = tools.schemas(conversation);
     const plan = await conversation.plan({
       text: this.#o.text,
       files: this.#o.files,
@@ -251,7 +255,7 @@ export class Turn {
       for (const call of end.calls) {
         const name = call.function.name;
         let outcome: ToolOutcome | null = null;
-        const approval = tools.approval(call, signal);
+        const approval = tools.approval(call, signal, conversation);
         if (approval) {
           yield { type: "state", state: "confirm", tool: name };
           yield { type: "confirm", ...structuredClone(approval.view) };
@@ -261,7 +265,7 @@ export class Turn {
           yield { type: "state", state: "tool", tool: name };
           yield { type: "tool", name, done: false };
           ran.push(name);
-          outcome = await tools.run(call);
+          outcome = await tools.run(call, conversation);
           yield { type: "tool", name, done: true };
         }
         plan.add({

@@ -278,6 +278,20 @@ export function configKeys(paths: Paths) {
       '"own" or "all"',
       "value",
     ),
+    /** Facts about the user: `ask` proposes them for the user's yes and carries the kept ones in every new conversation; `off` neither proposes nor carries any. */
+    memory: key(
+      z.enum(["ask", "off"]).default("ask"),
+      '"ask" or "off"',
+      "value",
+    ),
+    /** Seconds a conversation stays idle before its new turns are read for facts to propose. */
+    memory_idle: key(seconds().default(120), SECONDS, "value"),
+    /** Most tokens of memories a conversation's requests carry, newest first. */
+    memory_tokens: key(
+      z.int().min(0).default(300),
+      "a non-negative integer of tokens",
+      "value",
+    ),
     /** Document converters: a mime type to an argv that reads the file on stdin and writes its text on stdout ([] for none); one whose program is not found is left out. */
     convert: key(
       z.record(z.string(), argvOrNone([])).default(() => ({

@@ -33,7 +33,7 @@ export function writeProblem(path: string, error: unknown): string {
 /** An export of ours: shown as it is, or written to its file and then the line that says how that went. */
 export function exported(
   renderer: Renderer,
-  event: { id: number; text: string },
+  event: { id?: number; text: string },
   file: string | null,
   options: { dir: string | null; writeFile: WriteFile },
 ): string | Promise<string> {

@@ -21,6 +21,9 @@ export const MAX_FILES = 8;
 /** Longest file name, in characters as JavaScript counts them (UTF-16 units). */
 export const MAX_FILE_NAME = 255;
 
+/** Longest memory, in characters once trimmed. */
+export const MAX_MEMORY_CHARS = 500;
+
 /** Longest `ref` string, in characters. */
 export const MAX_REF_CHARS = 128;
 /** Longest conversation title, in characters. */
@@ -51,6 +54,12 @@ export type Command =
     | { type: "ping" }
     | { type: "approve"; call: string; allow: boolean }
     | { type: "listen"; on: boolean }
+    | { type: "memories" }
+    | { type: "remember"; text: string; id?: number }
+    | { type: "forget"; id: number }
+    | { type: "accept"; proposal: string; text?: string }
+    | { type: "refuse"; proposal: string }
+    | { type: "export_memories"; format: ExportFormat }
   )
   & { ref?: Ref };
 
@@ -181,6 +190,20 @@ function question(
   return run(make(value.text.toWellFormed(), files));
 }
 
+/** A memory's text as kept: trimmed, 1 to 500 characters; null when it is not. */
+export function cleanMemory(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  const text = value.trim().toWellFormed();
+  const chars = Array.from(text).length;
+  return chars >= 1 && chars <= MAX_MEMORY_CHARS ? text : null;
+}
+
+/** The `format` of an export: absent is Markdown, `null` is no format. */
+function exportFormat(value: unknown): ExportFormat | null {
+  const format = value === undefined ? "markdown" : value;
+  return format === "markdown" || format === "json" ? format : null;
+}
+
 /** A non-negative safe integer: a place in a list. */
 function validIndex(value: unknown): value is number {
   return validId(value) && value >= 0;
@@ -242,10 +265,43 @@ const SHAPES: Record<string, (value: Fields) => Body> = {
   },
   export: (value) => {
     if (!validId(value.id)) return fail("bad_id");
-    // Only an absent format is the default: `null` is no format.
-    const format = value.format === undefined ? "markdown" : value.format;
-    if (format !== "markdown" && format !== "json") return fail("bad_format");
+    const format = exportFormat(value.format);
+    if (format === null) return fail("bad_format");
     return run({ type: "export", id: value.id, format });
+  },
+  memories: () => run({ type: "memories" }),
+  remember: (value) => {
+    if (value.id !== undefined && !validId(value.id)) return fail("bad_id");
+    const text = cleanMemory(value.text);
+    if (text === null) return fail("bad_memory");
+    return run({
+      type: "remember",
+      text,
+      ...(value.id === undefined ? {} : { id: value.id as number }),
+    });
+  },
+  forget: (value) =>
+    validId(value.id) ? run({ type: "forget", id: value.id }) : fail("bad_id"),
+  accept: (value) => {
+    if (typeof value.proposal !== "string" || value.proposal === "") {
+      return fail("bad_proposal");
+    }
+    if (value.text === undefined) {
+      return run({ type: "accept", proposal: value.proposal });
+    }
+    const text = cleanMemory(value.text);
+    if (text === null) return fail("bad_memory");
+    return run({ type: "accept", proposal: value.proposal, text });
+  },
+  refuse: (value) =>
+    typeof value.proposal === "string" && value.proposal !== ""
+      ? run({ type: "refuse", proposal: value.proposal })
+      : fail("bad_proposal"),
+  export_memories: (value) => {
+    const format = exportFormat(value.format);
+    return format === null
+      ? fail("bad_format")
+      : run({ type: "export_memories", format });
   },
   approve: (value) => {
     if (typeof value.call !== "string" || value.call === "") {

@@ -117,6 +117,25 @@ export interface SearchHit {
   file?: string;
 }
 
+/** One memory as clients are shown it: `source` is the conversation and turn (0-based) it came from, null when none or gone. */
+export interface MemoryView {
+  id: number;
+  text: string;
+  /** Unix seconds. */
+  created: number;
+  updated: number;
+  source: { id: number; turn: number } | null;
+}
+
+/** A fact the assistant proposes to remember, waiting for the user's answer. */
+export interface ProposalView {
+  /** The id an `accept` or `refuse` names. */
+  proposal: string;
+  text: string;
+  /** The conversation and turn (0-based) it was read from. */
+  source: { id: number; turn: number };
+}
+
 /** A conversation as `conversations` lists it. */
 export interface ConversationItem {
   id: number;
@@ -159,6 +178,10 @@ export type Event =
     listening?: boolean;
     /** The current conversation's running summary, when it has one. */
     summary?: SummaryView;
+    /** How many memories the current conversation's requests carry (taken at its first request; until then, how many there are); always sent by this daemon. */
+    memories?: number;
+    /** The facts proposed and not yet answered; absent when none. */
+    proposed?: ProposalView[];
   }
   | { type: "state"; state: State; tool?: string }
   | {
@@ -196,6 +219,8 @@ export type Event =
     total: number;
     /** Earlier turns the summary covers, 0 when none. */
     summarized?: number;
+    /** Memories the conversation's requests carry; always sent by this daemon. */
+    memories?: number;
   }
   | { type: "conversations"; items: ConversationItem[]; ref?: Ref }
   | {
@@ -204,6 +229,8 @@ export type Event =
     turns: TurnView[];
     private?: true;
     summary?: SummaryView | null;
+    /** Memories the conversation's requests carry; always sent by this daemon. */
+    memories?: number;
     ref?: Ref;
   }
   | { type: "results"; items: SearchHit[]; ref?: Ref }
@@ -221,7 +248,8 @@ export type Event =
   | { type: "renamed"; id: number; title: string; ref?: Ref }
   | {
     type: "export";
-    id: number;
+    /** The conversation exported; absent for the memories (`export_memories`). */
+    id?: number;
     format: ExportFormat;
     text: string;
     ref?: Ref;
@@ -236,6 +264,12 @@ export type Event =
   | ({ type: "backend" } & BackendView)
   /** The summary changed: `id` null for a private conversation. */
   | ({ type: "summary"; id: number | null } & SummaryView)
+  /** The memories, newest first: the answer to `memories`, and to every client after each change. */
+  | { type: "memories"; items: MemoryView[]; ref?: Ref }
+  /** Facts the assistant proposes to remember, to every client. */
+  | { type: "proposed"; items: ProposalView[] }
+  /** A proposal was answered (by whichever client first), to every client. */
+  | { type: "decided"; proposal: string; accepted: boolean; ref?: Ref }
   /** Listening was switched by a `listen` (its `ref`), to every client, also when it stayed as it was. */
   | { type: "listening"; on: boolean; ref?: Ref };
 

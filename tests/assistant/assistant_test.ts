@@ -73,6 +73,7 @@ Deno.test("open broadcasts the conversation; an unknown id is refused and change
     id,
     turns: [{ user: "question 0", reply: "answer", tools: [] }],
     summary: null,
+    memories: 0,
   }]);
   const hello = assistant.hello();
   assert.ok(hello.type === "hello");

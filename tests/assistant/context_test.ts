@@ -369,6 +369,9 @@ Deno.test("a conversation stored before token counts were kept opens and answers
     }
     const raw = new DatabaseSync(paths.dbPath);
     raw.exec(`DROP TABLE summaries; ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE memories;
+              DROP TABLE refused;
+              ALTER TABLE conversations DROP COLUMN memory_read;
               DROP TABLE files_fts;
               DROP TABLE turn_files;
               PRAGMA user_version = 5;`);

@@ -113,6 +113,7 @@ Deno.test("every answer kind and a turn's user, done and error carry the command
     id: null,
     turns: [],
     summary: null,
+    memories: 0,
     ref: "n",
   });
   await b.next("conversation");

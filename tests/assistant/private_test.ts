@@ -71,6 +71,7 @@ Deno.test("a private conversation of several turns leaves no byte in the history
       turns: [],
       private: true,
       summary: null,
+      memories: 0,
       ref: "p",
     });
     llm.enqueue(
@@ -137,6 +138,7 @@ Deno.test("a private conversation of several turns leaves no byte in the history
       id: null,
       turns: [],
       summary: null,
+      memories: 0,
     });
     llm.enqueue(reply({ content: ["Fresh."] }));
     await ask(client, "A fresh question");
@@ -184,6 +186,7 @@ Deno.test("a private conversation's reply stops when another conversation become
       id: 1,
       turns: [{ user: "Kept question", reply: "Kept.", tools: [] }],
       summary: null,
+      memories: 0,
     },
   ]);
   await within(held.aborted, "the private reply's request to be aborted");

@@ -335,6 +335,7 @@ Deno.test("a reply is saved where it began even when another conversation is ope
     id: 2,
     turns: [{ user: "In conversation two", reply: "slow reply", tools: [] }],
     summary: null,
+    memories: 0,
   });
 });
 
@@ -354,7 +355,7 @@ Deno.test("deleting the conversation a reply belongs to stops the reply", async 
   assert.deepEqual(events.slice(0, 3), [
     { type: "done", id: 1, stopped: true },
     { type: "state", state: "idle" },
-    { type: "conversation", id: null, turns: [], summary: null },
+    { type: "conversation", id: null, turns: [], summary: null, memories: 0 },
   ]);
   assert.deepEqual(events.at(-1), { type: "conversations", items: [] });
   await within(llm.chats[1]!.aborted, "the reply's request to be aborted");

@@ -25,6 +25,9 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE memories;
+              DROP TABLE refused;
+              ALTER TABLE conversations DROP COLUMN memory_read;
               DROP TABLE files_fts;
               DROP TABLE turn_files;
               PRAGMA user_version = 2;`);
@@ -144,6 +147,9 @@ Deno.test("store: turns keep their token counts; turns saved before the counts o
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE summaries;
               ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE memories;
+              DROP TABLE refused;
+              ALTER TABLE conversations DROP COLUMN memory_read;
               DROP TABLE files_fts;
               DROP TABLE turn_files;
               PRAGMA user_version = 5;`);

@@ -122,6 +122,9 @@ Deno.test("turns saved before turns had a time take their conversation's updated
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE memories;
+              DROP TABLE refused;
+              ALTER TABLE conversations DROP COLUMN memory_read;
               DROP TABLE files_fts;
               DROP TABLE turn_files;
               PRAGMA user_version = 4;`);

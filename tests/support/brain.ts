@@ -8,7 +8,6 @@ import {
   Assistant,
   type AssistantOptions,
 } from "../../src/assistant/assistant.ts";
-import type { TurnConfig } from "../../src/assistant/turn.ts";
 import { type LogSink, setLogSink } from "../../src/base/log.ts";
 import type { Command, Event } from "../../src/protocol/protocol.ts";
 import { Store } from "../../src/store/store.ts";
@@ -21,8 +20,8 @@ export type EventOf<T extends Event["type"]> = Extract<Event, { type: T }>;
 /** What a brain under test is made of. */
 export interface BrainOptions {
   llm: ScriptedModel;
-  /** Config keys over the turn defaults (a short system prompt, compaction off). */
-  config?: Partial<TurnConfig & { auto_title: boolean }>;
+  /** Config keys over the turn defaults (a short system prompt, compaction off, memory off). */
+  config?: Partial<AssistantOptions["config"]>;
   /** Other options of the assistant (tools, now, ...). */
   assistant?: Partial<Omit<AssistantOptions, "store" | "llm" | "config">>;
 }

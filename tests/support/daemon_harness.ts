@@ -89,7 +89,7 @@ export class Daemon implements AsyncDisposable {
       paths.configFile,
       `llm_url = ${JSON.stringify(options.llmUrl)}\n` +
         `tools_dirs = ${JSON.stringify(toolsDirs)}\n` +
-        (options.config ?? ""),
+        memoryOff(options.config) + (options.config ?? ""),
     );
     // The flags `main.ts flags` would print for this home.
     const flags = options.flags ??
@@ -173,6 +173,14 @@ export class Daemon implements AsyncDisposable {
     await this.stop("SIGKILL");
     if (this.#ownsHome) await Deno.remove(this.home, { recursive: true });
   }
+}
+
+/**
+ * `memory = "off"` unless the config sets `memory`: tests see only the
+ * requests and tools they are about, and memory's own tests turn it on.
+ */
+export function memoryOff(config: string | undefined): string {
+  return /^\s*memory\s*=/m.test(config ?? "") ? "" : `memory = "off"\n`;
 }
 
 /** What a child deno needs from this process: its module cache and TLS settings, never XDG or HOME. */
