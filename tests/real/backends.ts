@@ -3,6 +3,7 @@
  * llama-server serving tiny models, and the fake the rest of the suite
  * uses, behind one interface.
  */
+import assert from "node:assert/strict";
 import {
   FakeLlm,
   type FakeLlmOptions,
@@ -26,6 +27,55 @@ export interface Backend extends AsyncDisposable {
   ): Promise<{ status: number; body: unknown }>;
   /** Resolves once the request a client abandoned has let go of its slot; at most 20 s. */
   released(): Promise<void>;
+  /** A router: resolves once model `id` has `status` (`loaded`, `unloaded`); at most 60 s. */
+  modelStatus(id: string, status: string): Promise<void>;
+}
+
+/** A router's model statuses, by id, from `GET /v1/models`. */
+export async function statuses(
+  backend: Backend,
+): Promise<Record<string, string>> {
+  const { body } = await backend.json("/v1/models");
+  const data = (body as { data: { id: string; status: { value: string } }[] })
+    .data;
+  return Object.fromEntries(
+    data.map((model) => [model.id, model.status.value]),
+  );
+}
+
+/**
+ * Waits on the router's `/models/sse` for model `id` to reach `status`;
+ * the stream is opened before the status is read, so no change is missed.
+ */
+async function routerStatus(
+  backend: Backend,
+  id: string,
+  status: string,
+): Promise<void> {
+  const signal = AbortSignal.timeout(60_000);
+  const response = await fetch(`${backend.url}/models/sse`, { signal });
+  const lines = response.body!.pipeThrough(new TextDecoderStream())
+    .getReader();
+  try {
+    if ((await statuses(backend))[id] === status) return;
+    let pending = "";
+    while (true) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`/models/sse ended before ${id} was ${status}`);
+      pending += value;
+      const events = pending.split("\n\n");
+      pending = events.pop() ?? "";
+      for (const event of events) {
+        const change = JSON.parse(event.replace(/^data: /, "")) as {
+          model: string;
+          data: { status: string };
+        };
+        if (change.model === id && change.data.status === status) return;
+      }
+    }
+  } finally {
+    await lines.cancel();
+  }
 }
 
 /** How the real server is started for a scenario. */
@@ -76,7 +126,7 @@ export async function realBackend(
     throw error;
   });
   const released = /stop processing/;
-  return {
+  const backend: Backend = {
     kind: "real",
     url: server.url,
     json: (path, body) => fetchJson(`${server.url}${path}`, body),
@@ -88,11 +138,13 @@ export async function realBackend(
         slots.body.some((slot) => slot?.is_processing === true);
       if (busy) await server.waitForLog(released, before + 1, 20_000);
     },
+    modelStatus: (id, status) => routerStatus(backend, id, status),
     async [Symbol.asyncDispose]() {
       await server[Symbol.asyncDispose]();
       if (dir) await Deno.remove(dir, { recursive: true });
     },
   };
+  return backend;
 }
 
 /** Starts the fake for `setup`. */
@@ -117,6 +169,11 @@ export async function fakeBackend(setup: FakeSetup): Promise<Backend> {
       } finally {
         clearTimeout(timer);
       }
+    },
+    // The fake's router loads and unloads at once.
+    modelStatus: async (id, status) => {
+      const model = llm.models.find((m) => m.id === id);
+      assert.equal(model?.status ?? "loaded", status, `${id}'s status`);
     },
     [Symbol.asyncDispose]: () => llm[Symbol.asyncDispose](),
   };

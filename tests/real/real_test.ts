@@ -4,12 +4,24 @@
  * it prints one line and runs nothing; in CI a missing build fails.
  */
 import { buildDir, findBuild, inCi, SKIP_LINE } from "./build.ts";
+import { COST_SCENARIOS } from "./prompt_cost.ts";
 import { REPLY_SCENARIOS } from "./replies.ts";
+import { ROUTER_SCENARIOS } from "./router.ts";
 import { scenarioTest } from "./scenario.ts";
+import { WIRE_SCENARIOS } from "./wire.ts";
 
 const build = findBuild();
 if (build !== null) {
-  for (const scenario of REPLY_SCENARIOS) scenarioTest(build, scenario);
+  for (
+    const scenario of [
+      ...REPLY_SCENARIOS,
+      ...COST_SCENARIOS,
+      ...ROUTER_SCENARIOS,
+      ...WIRE_SCENARIOS,
+    ]
+  ) {
+    scenarioTest(build, scenario);
+  }
 } else if (inCi()) {
   Deno.test("the real llama-server tier has its build", () => {
     throw new Error(

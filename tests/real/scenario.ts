@@ -165,7 +165,10 @@ export function scenarioTest(build: LlamaBuild, scenario: Scenario): void {
         seen[kind] = observed;
       });
     }
-    await t.step("the daemon saw the same from both", () => {
+    const same = scenario.daemon
+      ? "the daemon saw the same from both"
+      : "both servers answered the same";
+    await t.step(same, () => {
       const { real, fake } = seen;
       assert.ok(real && fake, "both runs finished");
       if (scenario.same) return scenario.same(real, fake);
