@@ -171,9 +171,10 @@ export async function fakeBackend(setup: FakeSetup): Promise<Backend> {
       }
     },
     // The fake's router loads and unloads at once.
-    modelStatus: async (id, status) => {
+    modelStatus: (id, status) => {
       const model = llm.models.find((m) => m.id === id);
       assert.equal(model?.status ?? "loaded", status, `${id}'s status`);
+      return Promise.resolve();
     },
     [Symbol.asyncDispose]: () => llm[Symbol.asyncDispose](),
   };
