@@ -28,6 +28,7 @@ export class LlamaServer implements AsyncDisposable {
   #log = "";
   #changed = Promise.withResolvers<void>();
   #exited = false;
+  readonly #reading = new AbortController();
 
   private constructor(child: Deno.ChildProcess, port: number) {
     this.#child = child;
@@ -39,11 +40,16 @@ export class LlamaServer implements AsyncDisposable {
       return status;
     });
     this.#logDone = (async () => {
-      for await (
-        const text of child.stderr.pipeThrough(new TextDecoderStream())
-      ) {
-        this.#log += text;
-        this.#notify();
+      const text = child.stderr.pipeThrough(new TextDecoderStream(), {
+        signal: this.#reading.signal,
+      });
+      try {
+        for await (const chunk of text) {
+          this.#log += chunk;
+          this.#notify();
+        }
+      } catch {
+        // Reading was given up: a child of the server still holds its stderr.
       }
     })();
   }
@@ -73,10 +79,10 @@ export class LlamaServer implements AsyncDisposable {
       await server.#healthy(AbortSignal.timeout(START_TIMEOUT_MS));
     } catch (error) {
       await server[Symbol.asyncDispose]();
+      const reason = error instanceof Error ? error.message : String(error);
       throw new Error(
         `llama-server did not start within ${START_TIMEOUT_MS / 1000} s ` +
-          `(${options.args.join(" ")}): ${String(error)}\n` +
-          server.#log.slice(-2000),
+          `(${options.args.join(" ")}): ${reason}\n${server.#tail}`,
       );
     }
     return server;
@@ -130,7 +136,11 @@ export class LlamaServer implements AsyncDisposable {
     }, 10_000);
     await this.#status;
     clearTimeout(timer);
+    // The log ends with the process, unless something it started lives on
+    // with its stderr: then give up reading after a moment.
+    const gaveUp = setTimeout(() => this.#reading.abort(), 2_000);
     await this.#logDone;
+    clearTimeout(gaveUp);
   }
 
   get #tail(): string {

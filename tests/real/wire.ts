@@ -7,25 +7,12 @@
  * saying so.
  */
 import assert from "node:assert/strict";
+import { shape } from "../support/fake_llm_sse.ts";
 import { observe, type Scenario } from "./scenario.ts";
 
 /** A 1×1 PNG, as a data URL. */
 const PIXEL = "data:image/png;base64," +
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
-
-/** The shape of a JSON value: its keys (sorted) and their types, arrays by their first item. */
-export function shape(value: unknown): unknown {
-  if (Array.isArray(value)) return value.length === 0 ? [] : [shape(value[0])];
-  if (typeof value === "object" && value !== null) {
-    return Object.fromEntries(
-      Object.keys(value).sort().map((key) => [
-        key,
-        shape((value as Record<string, unknown>)[key]),
-      ]),
-    );
-  }
-  return typeof value;
-}
 
 type Embeddings = {
   model: string;
