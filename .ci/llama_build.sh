@@ -16,7 +16,7 @@ fail() {
   exit 1
 }
 
-if [ -f "$dest/complete" ] && "$dest/bin/llama-server" --version >/dev/null 2>&1; then
+if [ -f "$dest/complete" ] && timeout 60 "$dest/bin/llama-server" --version >/dev/null 2>&1; then
   echo "llama-server: cached build of $PACKAGE in $dest"
   exit 0
 fi
@@ -47,7 +47,8 @@ run "download $PACKAGE" npm pack --silent "$PACKAGE"
 tarball=$(ls -- *.tgz 2>/dev/null | head -1)
 [ -n "$tarball" ] || fail "download $PACKAGE" "npm pack left no tarball"
 run "unpack the bundle" tar xzf "$tarball" package/llama/gitRelease.bundle
-run "clone the bundle" git clone -q package/llama/gitRelease.bundle src
+run "clone the bundle" git -c advice.detachedHead=false clone -q \
+  package/llama/gitRelease.bundle src
 cd src || fail "clone the bundle" "no src directory"
 # GGML_NATIVE=OFF: the cached binary must run on whichever CPU the cache
 # lands on; static libraries: one self-contained file to copy.
@@ -62,7 +63,7 @@ run "install" mkdir -p "$staging/bin" "$staging/models" "$staging/templates"
 run "install" cp build/bin/llama-server "$staging/bin/"
 run "install" cp models/ggml-vocab-gpt-2.gguf "$staging/models/"
 run "install" cp models/templates/Qwen3.5-4B.jinja "$staging/templates/"
-"$staging/bin/llama-server" --version >"$staging/version.txt" 2>&1 ||
+timeout 60 "$staging/bin/llama-server" --version >"$staging/version.txt" 2>&1 ||
   fail "run the built binary" "$(tail -n 3 "$staging/version.txt")"
 echo "$PACKAGE" >"$staging/complete"
 rm -rf "$dest"
