@@ -107,19 +107,6 @@ export class LlamaServer implements AsyncDisposable {
     }
   }
 
-  /** GET or POST a path, parsed as JSON; the status too. */
-  async json(
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; body: unknown }> {
-    const response = await fetch(`${this.url}${path}`, {
-      method: body === undefined ? "GET" : "POST",
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(30_000),
-    });
-    return { status: response.status, body: await response.json() };
-  }
-
   /** Stops the server (SIGTERM, then SIGKILL after 10 s) and waits for it. */
   async [Symbol.asyncDispose](): Promise<void> {
     try {
