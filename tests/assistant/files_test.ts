@@ -7,6 +7,8 @@ import assert from "node:assert/strict";
 import { contentText } from "../../src/llm/chat_types.ts";
 import type { Attachment, Event } from "../../src/protocol/protocol.ts";
 import { Brain, type EventOf, isIdle } from "../support/brain.ts";
+import { LocalDaemon } from "../support/assistant_harness.ts";
+import { FakeLlm } from "../support/fake_llm.ts";
 import {
   answerDeltas,
   type Body,
@@ -286,4 +288,37 @@ Deno.test("a question whose file does not fit the context even alone names the f
     /; its largest file, huge\.log, is about \d+ tokens$/,
   );
   assert.deepEqual(brain.store.list(), []);
+});
+
+Deno.test("against the fake llama-server: a model without --mmproj is refused a picture before any chat request; one with it reads it", async () => {
+  for (const vision of [false, true]) {
+    await using llm = await FakeLlm.start({
+      models: [{ id: "/srv/models/tiny.gguf", vision }],
+    });
+    await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
+    await using client = await daemon.connect();
+    await client.next("hello");
+    await client.send({
+      type: "ask",
+      text: "What is this?",
+      files: [{ name: "red.png", mime: "image/png", data: PNG.toBase64() }],
+      ref: "q",
+    });
+    if (!vision) {
+      const error = await client.next("error");
+      assert.equal(error.code, "no_vision");
+      assert.equal(error.ref, "q");
+      assert.deepEqual(llm.chats, []);
+      continue;
+    }
+    const events = await client.until((e) =>
+      e.type === "state" && e.state === "idle"
+    );
+    assert.equal(events.some((e) => e.type === "error"), false);
+    const parts = (llm.chats[0]!.body as Body).messages.at(-1)!
+      .content as unknown as {
+        type: string;
+      }[];
+    assert.deepEqual(parts.map((p) => p.type), ["text", "image_url"]);
+  }
 });

@@ -392,11 +392,12 @@ Deno.test("single server: its one model, n_ctx from /props, cached", async () =>
   });
   const llmClient = client(llm, { model: "something-else" });
   const signal = new AbortController().signal;
+  // The fake's /props, as llama-server's without --mmproj.
   const expected = {
     id: "/models/qwen.gguf",
     router: false,
     nCtx: 8192,
-    vision: null,
+    vision: false,
   };
   assert.deepEqual(await llmClient.chooseModel(signal), expected);
   assert.deepEqual(await llmClient.chooseModel(signal), expected);
@@ -595,7 +596,7 @@ Deno.test("router: no request ever names a model that is not loaded", async () =
     id: "small",
     router: true,
     nCtx: 2048,
-    vision: null,
+    vision: false,
   });
   assert.equal(first.read.error, null);
 

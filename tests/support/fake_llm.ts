@@ -31,6 +31,7 @@ import {
   resolveModel,
   SINGLE_ID,
 } from "./fake_llm_models.ts";
+import { mediaRefusal, wireAnswer } from "./fake_llm_wire.ts";
 
 export * from "./fake_llm_scripts.ts";
 export type { FakeModel, ModelStatus } from "./fake_llm_models.ts";
@@ -92,6 +93,9 @@ export class FakeLlm implements AsyncDisposable {
   #loading = false;
   #promptScale = 1;
   readonly #caches: ModelCaches;
+  readonly #slots: number;
+  /** Chat streams in flight, by model: what `/slots` reports as processing. */
+  readonly #busy = new Map<string, number>();
 
   private constructor(options: FakeLlmOptions) {
     this.mode = options.mode ?? "single";
@@ -104,8 +108,9 @@ export class FakeLlm implements AsyncDisposable {
         }]);
     this.#defaultScript = options.defaultScript ??
       reply({ content: ["Hello", " there", "."] });
+    this.#slots = options.slots ?? 1;
     this.#caches = new ModelCaches({
-      slots: options.slots ?? 1,
+      slots: this.#slots,
       shift: options.shift ?? true,
       cacheRam: options.cacheRam ?? true,
     });
@@ -268,6 +273,17 @@ export class FakeLlm implements AsyncDisposable {
     }
     if (!isChat) {
       finish("completed");
+      const state = {
+        mode: this.mode,
+        models: this.#models,
+        slots: this.#slots,
+        busy: this.#busy,
+      };
+      const wire = wireAnswer(state, request.method, url, body);
+      if (wire) {
+        this.#caches.keepLoaded(this.#models);
+        return this.#json(wire.body, wire.status);
+      }
       const answer = plainAnswer(
         this.mode,
         this.#models,
@@ -313,6 +329,11 @@ export class FakeLlm implements AsyncDisposable {
       resolved.status = "loaded";
       served = resolved;
     }
+    const refused = mediaRefusal(served, fields);
+    if (refused) {
+      finish("completed");
+      return this.#json(refused.body, refused.status);
+    }
     const nCtx = served.nCtx ?? 4096;
     const tokens = promptTokenList(fields);
     const promptTokens = Math.ceil(tokens.length * this.#promptScale);
@@ -341,6 +362,7 @@ export class FakeLlm implements AsyncDisposable {
       this.#promptScale,
     );
     record.cache = cache.use;
+    this.#busy.set(served.id, (this.#busy.get(served.id) ?? 0) + 1);
     const transcript = new Transcript();
     const options = fields.stream_options;
     return await play({
@@ -362,6 +384,7 @@ export class FakeLlm implements AsyncDisposable {
       sent: (text) => transcript.add(text),
       finish: (how) => {
         cache.end(transcript.reply(), transcript.finish);
+        this.#busy.set(served.id, (this.#busy.get(served.id) ?? 1) - 1);
         finish(how);
       },
     });

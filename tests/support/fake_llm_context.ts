@@ -161,7 +161,11 @@ function renderParts(body: Record<string, unknown>): string[] {
       "within <tool_call></tool_call> tags.";
   }
   if (system !== "") out.push(`<|im_start|>system\n${system}<|im_end|>\n`);
-  for (const message of rest) {
+  // As Qwen3.5's template: an assistant message after the last question
+  // (this turn's tool rounds) is rendered with its think block, empty when
+  // its reasoning was not sent back; one before it, without.
+  const lastQuestion = rest.findLastIndex((message) => message.role === "user");
+  for (const [index, message] of rest.entries()) {
     const content = contentOf(message.content);
     if (message.role === "tool") {
       out.push(
@@ -169,7 +173,10 @@ function renderParts(body: Record<string, unknown>): string[] {
       );
       continue;
     }
-    let part = `<|im_start|>${String(message.role)}\n${content}`;
+    const thinkBlock = message.role === "assistant" && index > lastQuestion
+      ? "<think>\n\n</think>\n\n"
+      : "";
+    let part = `<|im_start|>${String(message.role)}\n${thinkBlock}${content}`;
     for (const call of message.tool_calls ?? []) {
       part += `\n<tool_call>\n${
         JSON.stringify({
@@ -182,9 +189,10 @@ function renderParts(body: Record<string, unknown>): string[] {
   }
   if (body.add_generation_prompt !== false) {
     out.push(
+      // With thinking off the template writes an empty think block itself.
       thinkingPrompt(body)
         ? "<|im_start|>assistant\n<think>\n"
-        : "<|im_start|>assistant\n",
+        : "<|im_start|>assistant\n<think>\n\n</think>\n\n",
     );
   }
   return out;

@@ -5,6 +5,7 @@
  */
 import { applyTemplateAnswer, tokenizeAnswer } from "./fake_llm_context.ts";
 import { errorBody } from "./fake_llm_scripts.ts";
+import { modalities } from "./fake_llm_wire.ts";
 
 /** The single-mode model's id: a model path, as llama-server reports it. */
 export const SINGLE_ID = "/srv/models/tiny.gguf";
@@ -33,6 +34,10 @@ export interface FakeModel {
   slots?: number;
   /** False for a model whose cache cannot shift (it ignores `n_cache_reuse`); default the fake's `shift`. */
   shift?: boolean;
+  /** Served with `--mmproj`: it reads pictures (`/props` `modalities.vision`). */
+  vision?: boolean;
+  /** Served with `--embeddings`: `/v1/embeddings` answers. */
+  embeddings?: boolean;
 }
 
 /** `/v1/models` (and `/models`) as the mode answers it. */
@@ -107,6 +112,7 @@ export function modelProps(model: FakeModel): unknown {
     total_slots: 4,
     model_alias: model.id,
     model_path: model.id,
+    modalities: modalities(model),
     build_info: "b0-unknown",
     is_sleeping: model.status === "sleeping",
   };
