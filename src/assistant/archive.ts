@@ -4,13 +4,16 @@
  * in flight must do about it stays with the assistant.
  */
 import { AssistantError } from "../base/errors.ts";
-import { log } from "../base/log.ts";
+import { describeError, log } from "../base/log.ts";
+import { fuse } from "./fusion.ts";
+import type { Meaning } from "./meaning.ts";
 import {
   DEFAULT_LIST_LIMIT,
   type Event,
   type ExportFormat,
   type Ref,
   refField,
+  type SearchBy,
 } from "../protocol/protocol.ts";
 import type { SearchHit, Store } from "../store/store.ts";
 import type { Conversation } from "./conversation.ts";
@@ -29,6 +32,8 @@ export interface ArchiveOptions {
   /** The conversations in memory, one object per id. */
   conversations: Conversations;
   searcher: Searcher | undefined;
+  /** Search by meaning; null when `embed_url` is empty. */
+  meaning: Pick<Meaning, "search"> | null;
   /** A title the model is still writing gives way to a rename or a delete. */
   titles: Pick<Titler, "cancel">;
   emit: (event: Event) => void;
@@ -53,11 +58,48 @@ export class Archive {
     return this.#o.conversations.open(id);
   }
 
-  /** The search's hits, as `results`. */
-  async search(q: string, limit: number): Promise<Event> {
+  /**
+   * The search's hits, as `results`: by words, by meaning, or both fused
+   * (the default with embeddings on); a failing embedding server leaves
+   * `both` to words alone. `exclude` leaves one conversation out.
+   */
+  async search(
+    q: string,
+    limit: number,
+    by?: SearchBy,
+    exclude: number | null = null,
+  ): Promise<Event> {
+    const { meaning } = this.#o;
+    const mode = by ?? (meaning ? "both" : "words");
+    if (mode === "meaning" && !meaning) {
+      throw new AssistantError(
+        "search by meaning is off: set embed_url to an embeddings endpoint",
+        { code: "meaning_off" },
+      );
+    }
     const searcher = this.#o.searcher ?? this.#o.store;
-    const items = await searcher.search(q, limit);
-    return { type: "results", items };
+    const byWords = async () =>
+      (await searcher.search(q, limit + (exclude === null ? 0 : 1)))
+        .filter((hit) => hit.id !== exclude);
+    // Without search by meaning, results are as they always were.
+    if (!meaning) return { type: "results", items: await byWords() };
+    if (mode === "words") {
+      return { type: "results", items: fuse(await byWords(), [], limit) };
+    }
+    if (mode === "meaning") {
+      const found = await meaning.search(q, limit, exclude);
+      return { type: "results", items: fuse([], found, limit) };
+    }
+    const [words, found] = await Promise.all([
+      byWords(),
+      meaning.search(q, limit, exclude).catch((error) => {
+        log.info("search by meaning failed: by words alone", {
+          error: describeError(error),
+        });
+        return [];
+      }),
+    ]);
+    return { type: "results", items: fuse(words, found, limit) };
   }
 
   /** A stored turn's file with its bytes, as `file`; `no_such_file` when there is none. */

@@ -8,20 +8,15 @@
 import { AssistantError } from "../base/errors.ts";
 import {
   type Attachment,
-  type BackendView,
   type Command,
   type Event,
   type Ref,
   refField,
 } from "../protocol/protocol.ts";
-import type { Store } from "../store/store.ts";
-import type { runTool } from "../tools/runner.ts";
-import type { ToolDef } from "../tools/load.ts";
-import type { McpHub } from "../tools/mcp.ts";
-import { Archive, type Searcher } from "./archive.ts";
+import type { Archive } from "./archive.ts";
 import type { Conversation } from "./conversation.ts";
-import { Conversations } from "./conversations.ts";
-import { Replies } from "./replies.ts";
+import type { Conversations } from "./conversations.ts";
+import type { Replies } from "./replies.ts";
 import {
   foldStatus,
   helloEvent,
@@ -30,51 +25,20 @@ import {
   type StatusEvent,
   type StatusView,
 } from "./status.ts";
-import { TokenLedger } from "./token_ledger.ts";
-import { CacheBook } from "./cache_book.ts";
-import { IdleRunner } from "./idle_runner.ts";
-import { Summarizer } from "./summarizer.ts";
-import { Titler } from "./title.ts";
-import { ToolCalls } from "./tool_calls.ts";
-import type { ModelSource, TurnConfig, TurnStart } from "./turn.ts";
-import type { QuestionFile, Reading } from "./attachments.ts";
+import type { IdleRunner } from "./idle_runner.ts";
+import type { Summarizer } from "./summarizer.ts";
+import type { ToolCalls } from "./tool_calls.ts";
+import type { TurnStart } from "./turn.ts";
+import type { QuestionFile } from "./attachments.ts";
 import { checkVision, NO_CONVERTERS, readyFiles } from "./questions.ts";
-import { MemoryBook } from "./memory.ts";
-import { memoryCommand, rememberTool } from "./memory_commands.ts";
-import { type IdleTimer, Proposer } from "./proposals.ts";
-import type { Config } from "../base/config.ts";
+import type { MemoryBook } from "./memory.ts";
+import { memoryCommand } from "./memory_commands.ts";
+import type { Proposer } from "./proposals.ts";
+import { assemble, type AssistantOptions } from "./parts.ts";
 
 export type { ModelSource, TurnConfig } from "./turn.ts";
 export type { Searcher } from "./archive.ts";
-
-/** Everything the assistant needs, injected. */
-export interface AssistantOptions {
-  store: Store;
-  llm: ModelSource;
-  /** `auto_title` absent is off; `memory` absent is off. */
-  config:
-    & TurnConfig
-    & { auto_title?: boolean }
-    & Partial<Pick<Config, "memory" | "memory_idle" | "memory_tokens">>;
-  tools: readonly ToolDef[];
-  emit: (event: Event) => void;
-  searcher?: Searcher;
-  version?: string;
-  now?: () => Date;
-  runTool?: typeof runTool;
-  /** Coreutils `timeout`, to kill a timed-out tool's whole process group; null kills the tool alone. */
-  toolKillHelper?: string | null;
-  /** The llama-server state for `hello.backend`. */
-  backend?: () => BackendView;
-  /** The MCP servers' tools. */
-  mcp?: McpHub | null;
-  /** Tools that wait for approval (besides tool files that say so), and how long a call waits; default none and 120 s. */
-  confirm?: { tools: readonly string[]; timeoutSeconds: number };
-  /** The document converters of `[convert]`; default none. */
-  reading?: Reading;
-  /** The timer of a conversation's idle spell before facts are proposed; default the real one. */
-  idleTimer?: IdleTimer;
-}
+export type { AssistantOptions } from "./parts.ts";
 
 const startedAt = performance.now();
 
@@ -88,7 +52,6 @@ export class Assistant implements Disposable {
   #calls: ToolCalls;
   /** Title and summary requests, which wait for a pause in the replies. */
   #side: IdleRunner;
-  #titles: Titler;
   #summaries: Summarizer;
   #archive: Archive;
   #replies: Replies;
@@ -100,87 +63,21 @@ export class Assistant implements Disposable {
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
     this.#options = options;
-    const ledger = new TokenLedger();
-    const memoryConfig = {
-      ...options.config,
-      memory: options.config.memory ?? "off",
-      memory_idle: options.config.memory_idle ?? 120,
-      memory_tokens: options.config.memory_tokens ?? 300,
-    };
-    this.#memory = new MemoryBook({
-      memories: options.store.memories,
-      config: memoryConfig,
+    const parts = assemble(options, {
       publish: (event) => this.#publish(event),
-    });
-    this.#conversations = new Conversations({
-      store: options.store,
-      ledger,
-      book: new CacheBook(options.store),
-      config: options.config,
-      memories: this.#memory,
-    });
-    this.#current = this.#conversations.create();
-    this.#calls = new ToolCalls({
-      tools: options.tools,
-      mcp: options.mcp ?? null,
-      confirm: options.confirm,
-      config: options.config,
-      emit: (event) => this.#publish(event),
-      signal: this.#shutdown.signal,
-      toolKillHelper: options.toolKillHelper ?? null,
-      ...(options.runTool ? { runTool: options.runTool } : {}),
-      builtins: [rememberTool(this.#memory)],
-    });
-    this.#side = new IdleRunner({
-      busy: () => this.#replies.turn !== null,
-      // Another request reaches the server: its cache is no longer the last turn's.
-      started: () => this.#replies.cold(),
-    });
-    this.#titles = new Titler({
-      llm: options.llm,
-      request: options.config.request,
-      cacheReuse: options.config.cache_reuse,
-      save: (id, title) => options.store.rename(id, title),
-      emit: (event) => this.#publish(event),
-      runner: this.#side,
-    });
-    this.#summaries = new Summarizer({
-      llm: options.llm,
-      ledger,
-      config: options.config,
-      publish: (event) => this.#publish(event),
-      runner: this.#side,
-    });
-    this.#proposer = new Proposer({
-      llm: options.llm,
-      memories: options.store.memories,
-      book: this.#memory,
-      config: memoryConfig,
-      runner: this.#side,
-      publish: (event) => this.#publish(event),
-      ...(options.idleTimer ? { timer: options.idleTimer } : {}),
-    });
-    this.#archive = new Archive({
-      store: options.store,
-      conversations: this.#conversations,
-      searcher: options.searcher,
-      titles: this.#titles,
-      emit: (event) => this.#publish(event),
-    });
-    this.#replies = new Replies({
-      llm: options.llm,
-      config: options.config,
-      tools: this.#calls,
-      side: this.#side,
-      titles: this.#titles,
-      summaries: this.#summaries,
-      proposals: this.#proposer,
-      now: () => options.now?.() ?? new Date(),
-      shutdown: this.#shutdown.signal,
       current: () => this.#current,
       status: () => this.#status,
-      publish: (event) => this.#publish(event),
+      shutdown: this.#shutdown.signal,
     });
+    this.#conversations = parts.conversations;
+    this.#calls = parts.calls;
+    this.#side = parts.side;
+    this.#summaries = parts.summaries;
+    this.#archive = parts.archive;
+    this.#replies = parts.replies;
+    this.#memory = parts.memory;
+    this.#proposer = parts.proposer;
+    this.#current = this.#conversations.create();
   }
 
   /** The `hello` for a client that just connected. */
@@ -194,6 +91,8 @@ export class Assistant implements Disposable {
       waiting: this.#calls.waiting,
       proposed: this.#proposer.waiting,
     });
+    const indexing = this.#options.indexer?.progress;
+    if (indexing) Object.assign(hello, { indexing });
     return Object.assign(hello, { listening: this.#listening });
   }
 
@@ -255,7 +154,7 @@ export class Assistant implements Disposable {
         this.#setCurrent(this.#archive.open(command.id), ref);
         return null;
       case "search":
-        return await this.#archive.search(command.q, command.limit);
+        return await this.#archive.search(command.q, command.limit, command.by);
       case "delete":
         return this.#delete(command.id);
       case "rename":
@@ -314,6 +213,7 @@ export class Assistant implements Disposable {
     this.#shutdown.abort();
     this.#side[Symbol.dispose]();
     this.#proposer[Symbol.dispose]();
+    this.#options.indexer?.[Symbol.dispose]();
   }
 
   /** Same as `shutdown`. */

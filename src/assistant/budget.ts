@@ -218,11 +218,9 @@ export class ContextPlan {
 
   /** The question's largest file and its tokens, as estimated; null without files. */
   get largestFile(): { name: string; tokens: number } | null {
-    let largest: { name: string; tokens: number } | null = null;
-    for (const file of this.#o.files ?? []) {
-      if (largest === null || file.tokens > largest.tokens) largest = file;
-    }
-    return largest;
+    const files = this.#o.files ?? [];
+    return files.reduce((a, b) => b.tokens > a.tokens ? b : a, files[0]!) ??
+      null;
   }
 
   /** Whether this turn's tool results are in the request. */

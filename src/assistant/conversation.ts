@@ -21,12 +21,10 @@ import {
 import { ContextPlan } from "./budget.ts";
 import type { CacheBook } from "./cache_book.ts";
 import { coveredStart } from "./history_window.ts";
-import {
-  dataUrl,
-  type QuestionFile,
-  refersToPictures,
-  withPictures,
-} from "./attachments.ts";
+import type { QuestionFile } from "./attachments.ts";
+import { type HeldTurn, pictureOf, sendable } from "./held_turn.ts";
+
+export type { HeldTurn } from "./held_turn.ts";
 import { planRequest, type Question } from "./request_plan.ts";
 import { type MemoryBlock, NO_MEMORIES } from "./memory.ts";
 
@@ -56,20 +54,6 @@ export interface MemorySource {
   block(count: (text: string) => Promise<number>): Promise<MemoryBlock>;
   count(): number;
   readonly on: boolean;
-}
-
-/** One finished turn as its conversation holds it. */
-export interface HeldTurn {
-  readonly view: TurnView;
-  /** Its messages as kept: pictures as references to `files`. */
-  readonly messages: ChatMessage[];
-  /** The files sent with its question; a picture read back has its bytes only once asked for. */
-  readonly files: readonly QuestionFile[];
-  tokens: number | null;
-  /** Its row in the history file; null when not saved (a private conversation's). */
-  readonly row: number | null;
-  /** Its messages as sent, pictures made data URLs; made when first needed. */
-  sent?: ChatMessage[];
 }
 
 /** What the last finished turn's last request leaves the next one and the summary. */
@@ -199,28 +183,8 @@ export class Conversation {
     if (!last) return [];
     return last.files.map((file, i) => ({
       ...file,
-      data: file.kind === "image" ? this.#picture(last, i) : null,
+      data: file.kind === "image" ? pictureOf(last, i, this.#deps.store) : null,
     }));
-  }
-
-  /** A held turn's picture's bytes: in memory, else read from the history. */
-  #picture(turn: HeldTurn, index: number): Uint8Array | null {
-    const file = turn.files[index];
-    if (file?.data) return file.data;
-    return turn.row === null
-      ? null
-      : this.#deps.store.fileData(turn.row, index);
-  }
-
-  /** A held turn's messages as a request sends them. */
-  #sendable(turn: HeldTurn): ChatMessage[] {
-    if (!refersToPictures(turn.messages)) return turn.messages;
-    turn.sent ??= withPictures(turn.messages, (index) =>
-      dataUrl({
-        mime: turn.files[index]?.mime ?? "",
-        data: this.#picture(turn, index),
-      }));
-    return turn.sent;
   }
 
   /** The request for a question, planned within the model's context. */
@@ -244,7 +208,7 @@ export class Conversation {
       : null;
     return planRequest(this.#deps, {
       question,
-      history: held.map((turn) => this.#sendable(turn)),
+      history: held.map((turn) => sendable(turn, this.#deps.store)),
       counts: held.map((turn) => turn.tokens),
       summary,
       previous: this.#last?.start ?? null,
@@ -372,7 +336,7 @@ export class Conversation {
     const { config, ledger } = this.#deps;
     const model = last.model.id;
     const plan = planSummary({
-      turns: this.#turns.map((turn) => this.#sendable(turn)),
+      turns: this.#turns.map((turn) => sendable(turn, this.#deps.store)),
       summary: this.#summary,
       lastRequest: last.messages,
       windowStart: last.start,

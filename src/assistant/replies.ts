@@ -14,6 +14,7 @@ import type { IdleRunner } from "./idle_runner.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
 import type { Summarizer } from "./summarizer.ts";
 import type { Titler } from "./title.ts";
+import type { Indexer } from "./indexer.ts";
 import {
   type ModelSource,
   Turn,
@@ -33,6 +34,8 @@ export interface RepliesOptions {
   side: IdleRunner;
   titles: Titler;
   summaries: Summarizer;
+  /** The turns' vectors: paused while a reply runs, told when one ends. */
+  indexer: Pick<Indexer, "pause" | "kick"> | null;
   /** Told when a conversation's turn starts and ends: facts are proposed after an idle spell. */
   proposals: {
     busy(conversation: Conversation): void;
@@ -103,6 +106,7 @@ export class Replies {
     // A title or summary request never holds up a question: it waits for
     // the next pause.
     o.side.pause();
+    o.indexer?.pause();
     o.proposals.busy(conversation);
     const turn = new Turn({
       ...start,
@@ -228,6 +232,7 @@ export class Replies {
           if (o.config.compact) o.summaries.consider(conversation);
         }
         o.side.resume();
+        o.indexer?.kick();
       }),
     );
   }
@@ -305,7 +310,10 @@ export class Replies {
     }
     o.publish({ type: "state", state: "idle" });
     // A finished turn's title and summary requests wait for its count.
-    if (outcome.kind !== "finished") o.side.resume();
+    if (outcome.kind !== "finished") {
+      o.side.resume();
+      o.indexer?.kick();
+    }
   }
 
   #track(work: Promise<void>): void {

@@ -292,6 +292,12 @@ export function configKeys(paths: Paths) {
       "a non-negative integer of tokens",
       "value",
     ),
+    /** Base URL of an OpenAI-compatible embeddings endpoint (a llama-server started with --embeddings); "" keeps search by words alone. */
+    embed_url: url("", true),
+    /** The `model` of an embeddings request, when the server needs one. */
+    embed_model: key(z.string().default(""), "a string", "kind"),
+    /** Offer the model a search_history tool over other conversations. */
+    recall: key(z.boolean().default(true), "a boolean", "value"),
     /** Document converters: a mime type to an argv that reads the file on stdin and writes its text on stdout ([] for none); one whose program is not found is left out. */
     convert: key(
       z.record(z.string(), argvOrNone([])).default(() => ({

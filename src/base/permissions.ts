@@ -73,7 +73,14 @@ function grants(input: FlagInput): Grant[] {
   return [
     { kind: "read", values: read },
     { kind: "write", values: [socket, dataDir] },
-    { kind: "net", values: [netHost(config.llm_url), `unix:${socket}`] },
+    {
+      kind: "net",
+      values: [
+        netHost(config.llm_url),
+        ...(config.embed_url === "" ? [] : [netHost(config.embed_url)]),
+        `unix:${socket}`,
+      ],
+    },
     {
       kind: "run",
       values: input.executables.map((exe) => checkedPath(exe, "executable")),

@@ -4,7 +4,12 @@
  * so every rule is testable alone.
  */
 import type { ErrorCode } from "../base/error_codes.ts";
-import { type ExportFormat, type Ref, refField } from "./events.ts";
+import {
+  type ExportFormat,
+  type Ref,
+  refField,
+  type SearchBy,
+} from "./events.ts";
 
 /** Longest accepted inbound line, in bytes, without its newline. */
 export const MAX_LINE_BYTES = 1024 * 1024;
@@ -47,7 +52,7 @@ export type Command =
     | { type: "new"; private?: true }
     | { type: "list"; limit?: number }
     | { type: "open"; id: number }
-    | { type: "search"; q: string; limit: number }
+    | { type: "search"; q: string; limit: number; by?: SearchBy }
     | { type: "delete"; id: number }
     | { type: "rename"; id: number; title: string }
     | { type: "export"; id: number; format: ExportFormat }
@@ -243,7 +248,18 @@ const SHAPES: Record<string, (value: Fields) => Body> = {
       return fail("bad_limit");
     }
     const limit = Math.min(value.limit ?? DEFAULT_SEARCH_LIMIT, MAX_LIMIT);
-    return run({ type: "search", q: value.q.toWellFormed(), limit });
+    const by = value.by;
+    if (
+      by !== undefined && by !== "words" && by !== "meaning" && by !== "both"
+    ) {
+      return fail("bad_by");
+    }
+    return run({
+      type: "search",
+      q: value.q.toWellFormed(),
+      limit,
+      ...(by === undefined ? {} : { by }),
+    });
   },
   list: (value) => {
     if (value.limit === undefined) return run({ type: "list" });

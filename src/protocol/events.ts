@@ -115,7 +115,12 @@ export interface SearchHit {
   marks?: [number, number][];
   /** The attached file the snippet is from; absent when it is from the question or the reply. */
   file?: string;
+  /** How it was found: by its words, its meaning, or both; absent from a daemon without search by meaning. */
+  by?: SearchBy;
 }
+
+/** How a search finds conversations. */
+export type SearchBy = "words" | "meaning" | "both";
 
 /** One memory as clients are shown it: `source` is the conversation and turn (0-based) it came from, null when none or gone. */
 export interface MemoryView {
@@ -182,6 +187,8 @@ export type Event =
     memories?: number;
     /** The facts proposed and not yet answered; absent when none. */
     proposed?: ProposalView[];
+    /** How far the turns' vectors for search by meaning are, while they are being made; absent otherwise. */
+    indexing?: { done: number; total: number };
   }
   | { type: "state"; state: State; tool?: string }
   | {
@@ -266,6 +273,8 @@ export type Event =
   | ({ type: "summary"; id: number | null } & SummaryView)
   /** The memories, newest first: the answer to `memories`, and to every client after each change. */
   | { type: "memories"; items: MemoryView[]; ref?: Ref }
+  /** Turns given their vector for search by meaning, of how many: at most once a second while it runs, and once at the end (`done` equal to `total`). */
+  | { type: "indexing"; done: number; total: number }
   /** Facts the assistant proposes to remember, to every client. */
   | { type: "proposed"; items: ProposalView[] }
   /** A proposal was answered (by whichever client first), to every client. */

@@ -113,6 +113,12 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE refused(folded TEXT PRIMARY KEY, text TEXT NOT NULL,
      at INTEGER NOT NULL);
    ALTER TABLE conversations ADD COLUMN memory_read INTEGER NOT NULL DEFAULT 0;`,
+  // Each turn's vector for search by meaning, with the embedding model that
+  // made it and its dimension (a new model makes them again); gone with its
+  // turn.
+  `CREATE TABLE vectors(turn INTEGER PRIMARY KEY REFERENCES turns ON DELETE CASCADE,
+     model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
+   CREATE INDEX vectors_model ON vectors(model);`,
 ];
 
 /** The schema version this code writes. */

@@ -46,6 +46,7 @@ import { prepareStatements, type Statements } from "./statements.ts";
 import { checkSummary, readSummary, writeSummary } from "./summaries.ts";
 import { titleOf } from "./title.ts";
 import { Memories, prepareMemoryStatements } from "./memories.ts";
+import { prepareVectorStatements, Vectors } from "./vectors.ts";
 import {
   fileAt,
   fileData,
@@ -97,6 +98,8 @@ export class Store implements Disposable {
   #files: FileStatements;
   /** What the assistant remembers of the user. */
   readonly memories: Memories;
+  /** The turns' vectors for search by meaning. */
+  readonly vectors: Vectors;
   #search: Search;
   #upkeep: Upkeep;
 
@@ -112,6 +115,7 @@ export class Store implements Disposable {
       sql: prepareStatements(db),
       files: prepareFileStatements(db),
       memory: prepareMemoryStatements(db),
+      vectors: prepareVectorStatements(db),
       search: prepareSearch(db, tuning),
     }));
     this.#db = db;
@@ -126,10 +130,9 @@ export class Store implements Disposable {
       upkeep.deferMs = options.upkeepDeferMs;
     }
     this.#upkeep = new Upkeep(this.#db, this.#sql, upkeep);
-    this.memories = new Memories(prepared.memory, {
-      now: this.#now,
-      wrote: () => this.#upkeep.wrote(),
-    });
+    const wrote = () => this.#upkeep.wrote();
+    this.memories = new Memories(prepared.memory, { now: this.#now, wrote });
+    this.vectors = new Vectors(prepared.vectors, { wrote });
   }
 
   /** Saves one turn in one transaction; returns its conversation id (new when `conversation` is null). */
@@ -293,11 +296,9 @@ export class Store implements Disposable {
   }
 
   /**
-   * Sets a conversation's summary of its first `summary.turns` turns,
-   * replacing the one it had; null removes it. Its turns, title and place
-   * in the list stay as they were, and saves, `replaceLastTurn` and
-   * `rename` leave the summary as it is; it goes with its conversation.
-   * False when there is no such conversation; TypeError or RangeError for a
+   * Sets (null removes) a conversation's summary of its first
+   * `summary.turns` turns; nothing else of the conversation changes. False
+   * when there is no such conversation; TypeError or RangeError for a
    * malformed summary or one covering more turns than are stored.
    */
   setSummary(conversation: number, summary: StoredSummary | null): boolean {

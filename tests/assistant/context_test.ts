@@ -369,6 +369,7 @@ Deno.test("a conversation stored before token counts were kept opens and answers
     }
     const raw = new DatabaseSync(paths.dbPath);
     raw.exec(`DROP TABLE summaries; ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE vectors;
               DROP TABLE memories;
               DROP TABLE refused;
               ALTER TABLE conversations DROP COLUMN memory_read;

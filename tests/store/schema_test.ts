@@ -25,6 +25,7 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE vectors;
               DROP TABLE memories;
               DROP TABLE refused;
               ALTER TABLE conversations DROP COLUMN memory_read;
@@ -147,6 +148,7 @@ Deno.test("store: turns keep their token counts; turns saved before the counts o
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE summaries;
               ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE vectors;
               DROP TABLE memories;
               DROP TABLE refused;
               ALTER TABLE conversations DROP COLUMN memory_read;

@@ -122,6 +122,7 @@ Deno.test("turns saved before turns had a time take their conversation's updated
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
+              DROP TABLE vectors;
               DROP TABLE memories;
               DROP TABLE refused;
               ALTER TABLE conversations DROP COLUMN memory_read;
