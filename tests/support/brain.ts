@@ -93,16 +93,11 @@ export class Brain implements AsyncDisposable {
         this.#read = at + 1;
         return seen;
       }
-      const changed = this.#changed.promise;
-      await new Promise<void>((resolve, reject) => {
-        const timedOut = () =>
-          reject(new Error(`No matching event within ${timeoutMs} ms`));
-        deadline.addEventListener("abort", timedOut, { once: true });
-        changed.then(() => {
-          deadline.removeEventListener("abort", timedOut);
-          resolve();
-        });
-      });
+      await before(
+        this.#changed.promise,
+        deadline,
+        `No matching event within ${timeoutMs} ms`,
+      );
     }
   }
 
@@ -115,16 +110,11 @@ export class Brain implements AsyncDisposable {
     const lines = new RegExp(pattern.source, "gm");
     const deadline = AbortSignal.timeout(timeoutMs);
     while ((this.log.match(lines)?.length ?? 0) < count) {
-      const logged = this.#logged.promise;
-      await new Promise<void>((resolve, reject) => {
-        const timedOut = () =>
-          reject(new Error(`${pattern} not logged within ${timeoutMs} ms`));
-        deadline.addEventListener("abort", timedOut, { once: true });
-        logged.then(() => {
-          deadline.removeEventListener("abort", timedOut);
-          resolve();
-        });
-      });
+      await before(
+        this.#logged.promise,
+        deadline,
+        `${pattern} not logged within ${timeoutMs} ms`,
+      );
     }
   }
 
@@ -150,6 +140,22 @@ export class Brain implements AsyncDisposable {
     setLogSink(this.#previousSink);
     await Deno.remove(this.#dir, { recursive: true });
   }
+}
+
+/** Resolves when `changed` does; rejects with `message` once `deadline` aborts first. */
+function before(
+  changed: Promise<void>,
+  deadline: AbortSignal,
+  message: string,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timedOut = () => reject(new Error(message));
+    deadline.addEventListener("abort", timedOut, { once: true });
+    changed.then(() => {
+      deadline.removeEventListener("abort", timedOut);
+      resolve();
+    });
+  });
 }
 
 /** True for the `state idle` that ends every turn. */
