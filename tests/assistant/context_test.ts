@@ -4,6 +4,7 @@
  * `exceed_context_size_error`, `finish_reason: "length"` at the context end,
  * `usage` counts), clients on the real socket.
  */
+import { SINCE_7 } from "../store/fixtures.ts";
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { LocalDaemon } from "../support/assistant_harness.ts";
@@ -369,12 +370,7 @@ Deno.test("a conversation stored before token counts were kept opens and answers
     }
     const raw = new DatabaseSync(paths.dbPath);
     raw.exec(`DROP TABLE summaries; ALTER TABLE turns DROP COLUMN tokens;
-              DROP TABLE vectors;
-              DROP TABLE memories;
-              DROP TABLE refused;
-              ALTER TABLE conversations DROP COLUMN memory_read;
-              DROP TABLE files_fts;
-              DROP TABLE turn_files;
+              ${SINCE_7}
               PRAGMA user_version = 5;`);
     raw.close();
 

@@ -122,3 +122,11 @@ export function turnsLeft(path: string, conv: number): number {
 export function rawIntegrity(db: DatabaseSync): string[] {
   return integrityProblems(db, { fullText: true });
 }
+
+/** What schema versions 8 to 10 added (files, memories, vectors): a test that makes an older file drops it first. */
+export const SINCE_7 = `DROP TABLE vectors;
+  DROP TABLE memories;
+  DROP TABLE refused;
+  ALTER TABLE conversations DROP COLUMN memory_read;
+  DROP TABLE files_fts;
+  DROP TABLE turn_files;`;

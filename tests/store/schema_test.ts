@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { AssistantError } from "../../src/base/errors.ts";
 import { migrate, SCHEMA_VERSION } from "../../src/store/schema.ts";
 import { Store } from "../../src/store/store.ts";
-import { clock, count, peek, settle, turn } from "./fixtures.ts";
+import { clock, count, peek, settle, SINCE_7, turn } from "./fixtures.ts";
 
 Deno.test("store: a schema version 2 file migrates, keeping its conversations", () => {
   const dir = Deno.makeTempDirSync();
@@ -25,12 +25,7 @@ Deno.test("store: a schema version 2 file migrates, keeping its conversations", 
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
-              DROP TABLE vectors;
-              DROP TABLE memories;
-              DROP TABLE refused;
-              ALTER TABLE conversations DROP COLUMN memory_read;
-              DROP TABLE files_fts;
-              DROP TABLE turn_files;
+              ${SINCE_7}
               PRAGMA user_version = 2;`);
     raw.close();
 
@@ -148,12 +143,7 @@ Deno.test("store: turns keep their token counts; turns saved before the counts o
     const raw = new DatabaseSync(path);
     raw.exec(`DROP TABLE summaries;
               ALTER TABLE turns DROP COLUMN tokens;
-              DROP TABLE vectors;
-              DROP TABLE memories;
-              DROP TABLE refused;
-              ALTER TABLE conversations DROP COLUMN memory_read;
-              DROP TABLE files_fts;
-              DROP TABLE turn_files;
+              ${SINCE_7}
               PRAGMA user_version = 5;`);
     raw.close();
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { Store, titleOf } from "../../src/store/store.ts";
-import { clock, turn } from "./fixtures.ts";
+import { clock, SINCE_7, turn } from "./fixtures.ts";
 
 Deno.test("replaceLastTurn swaps the last turn in place: open, search and the index follow", () => {
   using store = new Store(":memory:", { now: clock() });
@@ -122,12 +122,7 @@ Deno.test("turns saved before turns had a time take their conversation's updated
               ALTER TABLE turns DROP COLUMN at;
               ALTER TABLE conversations DROP COLUMN legacy_at;
               ALTER TABLE turns DROP COLUMN tokens;
-              DROP TABLE vectors;
-              DROP TABLE memories;
-              DROP TABLE refused;
-              ALTER TABLE conversations DROP COLUMN memory_read;
-              DROP TABLE files_fts;
-              DROP TABLE turn_files;
+              ${SINCE_7}
               PRAGMA user_version = 4;`);
     raw.close();
     using store = new Store(path, { now: clock(1_900_000_000) });
