@@ -14,34 +14,13 @@ import { Daemon } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { greeted, WebProcess } from "../support/web_harness.ts";
 import { thumbnails } from "./file_helpers.ts";
+import { chipsReady, NOTES, pick, RED_PNG, thumbsDrawn } from "./file_steps.ts";
 import { pageTest, POLL, shows } from "./scripted_daemon.ts";
 
-const RED_PNG = await Deno.readFile(
-  new URL("../fixtures/files/red.png", import.meta.url),
-);
-const NOTES = "The ferry leaves at 7:40 from pier 3.\n";
-
-/** Picks files with the Attach button's file chooser and waits until each is read. */
+/** Picks files with the Attach button and waits until each is read. */
 async function attach(page: Page, paths: string[]) {
-  const [chooser] = await Promise.all([
-    page.waitForFileChooser(POLL),
-    page.click("#attach"),
-  ]);
-  await chooser.accept(paths);
-  await page.waitForFunction(
-    `[...document.querySelectorAll("#attached-list li.ready")].length === ${paths.length}`,
-    POLL,
-  );
-}
-
-/** Waits until `count` thumbnails in `selector` have drawn their pictures. */
-async function thumbsDrawn(page: Page, selector: string, count: number) {
-  await page.waitForFunction(
-    `[...document.querySelectorAll(${
-      JSON.stringify(`${selector} .thumb img`)
-    })].filter((img) => img.complete && img.naturalWidth > 0).length === ${count}`,
-    POLL,
-  );
+  await pick(page, paths);
+  await chipsReady(page, paths.length);
 }
 
 /** The page has no reply in flight and is idle. */

@@ -2,14 +2,11 @@
  * Files and pictures on the page, in a real Chromium at 1280 and 390 px
  * wide, against a scripted daemon that reads the `ask` the page sends and
  * answers as docs/protocol.md says: the picker, a pasted picture, files
- * dropped, a large picture drawn smaller before it is sent, chips and
+ * dropped, a large picture drawn smaller before it is sent, and chips and
  * thumbnails in the log (from what the page sent, and fetched with `file`
- * for a turn it did not send), the line limit said before anything is
- * sent, and a refusal that keeps the files.
+ * for a turn it did not send).
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import type { Page } from "puppeteer-core";
 import { screenshot } from "../support/browser.ts";
 import {
   dropFiles,
@@ -17,113 +14,24 @@ import {
   pictureSize,
   thumbnails,
 } from "./file_helpers.ts";
+import {
+  ask,
+  base64,
+  chips,
+  chipsReady,
+  filesOnDisk,
+  newConversation,
+  NOTES,
+  NOTES_VIEW,
+  pick,
+  RED_PNG,
+  RED_VIEW,
+  SIZES,
+  text,
+  thumbsDrawn,
+} from "./file_steps.ts";
 import { overflows } from "./measure.ts";
-import { hidden, pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
-
-const RED_PNG = await Deno.readFile(
-  new URL("../fixtures/files/red.png", import.meta.url),
-);
-const NOTES = "The ferry leaves at 7:40 from pier 3.\n";
-
-const SIZES = [
-  { name: "1280", width: 1280, height: 900 },
-  { name: "390", width: 390, height: 844 },
-];
-
-const base64 = (bytes: Uint8Array) => bytes.toBase64();
-const text = (s: string) => new TextEncoder().encode(s);
-
-/** Files on disk for the picker: notes.txt and red.png (and any extra). */
-async function filesOnDisk(
-  home: string,
-  extra: Record<string, Uint8Array> = {},
-) {
-  const dir = join(home, "files");
-  await Deno.mkdir(dir, { recursive: true });
-  const all = { "notes.txt": text(NOTES), "red.png": RED_PNG, ...extra };
-  const paths: Record<string, string> = {};
-  for (const [name, bytes] of Object.entries(all)) {
-    paths[name] = join(dir, name);
-    await Deno.writeFile(paths[name], bytes);
-  }
-  return paths;
-}
-
-/** Picks files with the Attach button's file chooser. */
-async function pick(page: Page, paths: string[]) {
-  const [chooser] = await Promise.all([
-    page.waitForFileChooser(POLL),
-    page.click("#attach"),
-  ]);
-  assert.ok(chooser.isMultiple(), "several files at once");
-  await chooser.accept(paths);
-}
-
-/** The composer's chips as the reader sees them: name and what is said under it. */
-function chips(page: Page) {
-  return page.$$eval(
-    "#attached-list li",
-    (items) =>
-      items.map((item) => ({
-        name: item.querySelector(".file-name")?.textContent ?? "",
-        meta: item.querySelector(".file-meta")?.textContent ?? "",
-      })),
-  );
-}
-
-/** Waits until the composer shows `count` chips, every one read. */
-async function chipsReady(page: Page, count: number) {
-  await page.waitForFunction(
-    (n: number) => {
-      const items = [
-        ...(globalThis as unknown as {
-          document: { querySelectorAll(s: string): { className: string }[] };
-        }).document.querySelectorAll("#attached-list li"),
-      ];
-      return items.length === n &&
-        items.every((item) => item.className.includes("ready"));
-    },
-    POLL,
-    count,
-  );
-}
-
-/** Alt+N: a command sent after anything the page sent before, to wait on. */
-async function newConversation(page: Page) {
-  await page.keyboard.down("Alt");
-  await page.keyboard.press("KeyN");
-  await page.keyboard.up("Alt");
-}
-
-/** Types a question in the composer and sends it with Enter. */
-async function ask(page: Page, question: string) {
-  await page.focus("#input");
-  await page.keyboard.type(question);
-  await page.keyboard.press("Enter");
-}
-
-/** Waits until every thumbnail in `selector` has drawn its picture. */
-async function thumbsDrawn(page: Page, selector: string, count: number) {
-  await page.waitForFunction(
-    `[...document.querySelectorAll(${
-      JSON.stringify(`${selector} .thumb img`)
-    })].filter((img) => img.complete && img.naturalWidth > 0).length === ${count}`,
-    POLL,
-  );
-}
-
-const RED_VIEW = {
-  name: "red.png",
-  mime: "image/png",
-  bytes: RED_PNG.length,
-  kind: "image",
-};
-const NOTES_VIEW = {
-  name: "notes.txt",
-  mime: "text/plain",
-  bytes: NOTES.length,
-  kind: "text",
-};
+import { pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
 
 pageTest(
   "files picked with Attach show as chips, go with the next question as sent, and show in the log after done, at 1280 and 390 wide",
@@ -372,108 +280,6 @@ pageTest(
         height: 1024,
       });
       assert.ok(bytes.length < 750_000, `${bytes.length} bytes`);
-    }
-  },
-);
-
-pageTest(
-  "files past the line limit are named with their total and the limit, and no line is sent, at 1280 and 390 wide",
-  async () => {
-    for (const size of SIZES) {
-      await using s = await stack({}, size);
-      const { page, daemon, home } = s;
-      const big = text("0123456789abcdef\n".repeat(54_000));
-      const paths = await filesOnDisk(home, { "big.log": big });
-      await pick(page, [paths["big.log"]!, paths["red.png"]!]);
-      await chipsReady(page, 2);
-      await shows(
-        page,
-        "#attached-limit",
-        "The files come to 897 KB, more than the ",
-      );
-      await shows(page, "#attached-limit", "1 MiB");
-      assert.deepEqual(await overflows(page), [], `${size.name} wide`);
-      await ask(page, "Any errors?");
-      await screenshot(page, `32-files-over-limit-${size.name}`);
-      // A command sent after it arrives with nothing before it.
-      await newConversation(page);
-      await daemon.command("new");
-      assert.deepEqual(daemon.received.filter((l) => l.type === "ask"), []);
-      assert.equal(await hidden(page, "#attached"), false, "the files stay");
-
-      await page.click('#attached-list button[aria-label="Remove big.log"]');
-      await chipsReady(page, 1);
-      assert.equal(await hidden(page, "#attached-limit"), true);
-      await page.focus("#input");
-      await page.keyboard.press("Enter");
-      const sent = await daemon.command("ask");
-      assert.equal(sent.text, "Any errors?");
-      assert.deepEqual(
-        (sent.files as { name: string }[]).map((f) => f.name),
-        ["red.png"],
-      );
-      await daemon.send({
-        type: "user",
-        text: "Any errors?",
-        files: [RED_VIEW],
-        ref: sent.ref,
-      });
-      await page.waitForFunction(
-        `document.querySelector("#attached").hidden`,
-        POLL,
-      );
-
-      // A question too long by its text alone is told in a notice.
-      await page.$eval("#input", (node) => {
-        (node as unknown as { value: string }).value = "x".repeat(1_200_000);
-      });
-      await page.focus("#input");
-      await page.keyboard.press("Enter");
-      await shows(page, "#notices", "This question is 1.1 MB");
-      await newConversation(page);
-      await daemon.command("new");
-      assert.deepEqual(daemon.received.filter((l) => l.type === "ask"), []);
-    }
-  },
-);
-
-pageTest(
-  "a refused question (no_vision) is told as a command error and keeps its files and its text to send again, at 1280 and 390 wide",
-  async () => {
-    for (const size of SIZES) {
-      await using s = await stack({}, size);
-      const { page, daemon, home } = s;
-      const paths = await filesOnDisk(home);
-      await pick(page, [paths["red.png"]!]);
-      await chipsReady(page, 1);
-      await ask(page, "What colour is it?");
-      const first = await daemon.command("ask");
-      await daemon.send({
-        type: "error",
-        code: "no_vision",
-        message:
-          "the model in use does not read pictures: start llama-server with its --mmproj",
-        ref: first.ref,
-      });
-      await shows(page, "#notices", "does not read pictures");
-      await chipsReady(page, 1);
-      assert.doesNotMatch(
-        await page.$eval("#attached-list", (n) => n.textContent ?? ""),
-        /sending/,
-      );
-      assert.equal(
-        await page.$eval(
-          "#input",
-          (n) => (n as unknown as { value: string }).value,
-        ),
-        "What colour is it?",
-      );
-      await screenshot(page, `33-refused-keeps-files-${size.name}`);
-      await page.focus("#input");
-      await page.keyboard.press("Enter");
-      const again = await daemon.command("ask");
-      assert.equal(again.text, "What colour is it?");
-      assert.deepEqual(again.files, first.files);
     }
   },
 );
