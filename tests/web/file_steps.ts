@@ -42,12 +42,22 @@ export async function filesOnDisk(
   return paths;
 }
 
-/** Picks files with the Attach button's file chooser. */
-export async function pick(page: Page, paths: string[]) {
-  const [chooser] = await Promise.all([
-    page.waitForFileChooser(POLL),
-    page.click("#attach"),
-  ]);
+/** Presses Alt and a key (its `code`). */
+export async function alt(page: Page, code: string): Promise<void> {
+  await page.keyboard.down("Alt");
+  await page.keyboard.press(code as "KeyN");
+  await page.keyboard.up("Alt");
+}
+
+/** Picks files in the file chooser the Attach button opens (or Alt+U, with `keys`). */
+export async function pick(page: Page, paths: string[], keys = false) {
+  const opened = page.waitForFileChooser(POLL);
+  // The page takes the DevTools commands in order, but keys reach it by
+  // another way: once a script has run after the chooser is intercepted,
+  // a key cannot overtake the interception.
+  await page.evaluate("0");
+  await (keys ? alt(page, "KeyU") : page.click("#attach"));
+  const chooser = await opened;
   assert.ok(chooser.isMultiple(), "several files at once");
   await chooser.accept(paths);
 }
@@ -83,9 +93,7 @@ export async function chipsReady(page: Page, count: number) {
 
 /** Alt+N: a command sent after anything the page sent before, to wait on. */
 export async function newConversation(page: Page) {
-  await page.keyboard.down("Alt");
-  await page.keyboard.press("KeyN");
-  await page.keyboard.up("Alt");
+  await alt(page, "KeyN");
 }
 
 /** Types a question in the composer and sends it with Enter. */

@@ -14,12 +14,19 @@ import { Daemon } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { greeted, WebProcess } from "../support/web_harness.ts";
 import { thumbnails } from "./file_helpers.ts";
-import { chipsReady, NOTES, pick, RED_PNG, thumbsDrawn } from "./file_steps.ts";
+import {
+  alt,
+  chipsReady,
+  NOTES,
+  pick,
+  RED_PNG,
+  thumbsDrawn,
+} from "./file_steps.ts";
 import { pageTest, POLL, shows } from "./scripted_daemon.ts";
 
-/** Picks files with the Attach button and waits until each is read. */
-async function attach(page: Page, paths: string[]) {
-  await pick(page, paths);
+/** Picks files with the Attach button (or Alt+U, with `keys`) and waits until each is read. */
+async function attach(page: Page, paths: string[], keys = false) {
+  await pick(page, paths, keys);
   await chipsReady(page, paths.length);
 }
 
@@ -66,8 +73,8 @@ pageTest(
     const page = await browser.page(web.url, { width: 390, height: 844 });
     await greeted(page);
     llm.enqueue(reply({ content: ["At 7:40, ", "from pier 3."] }));
-    await attach(page, [notes, red]);
     await page.focus("#input");
+    await attach(page, [notes, red], true);
     await page.keyboard.type("When does it leave, and what colour is this?");
     await page.keyboard.press("Enter");
     await shows(page, ".turn.last .reply", "At 7:40, from pier 3.");
@@ -129,9 +136,7 @@ pageTest(
     const other = await browser.page(web.url);
     await greeted(other);
     await page.bringToFront();
-    await page.keyboard.down("Alt");
-    await page.keyboard.press("KeyP");
-    await page.keyboard.up("Alt");
+    await alt(page, "KeyP");
     await shows(page, "#title", "Private conversation");
     await shows(other, "#title", "Private conversation");
 

@@ -86,7 +86,7 @@ pageTest(
 );
 
 pageTest(
-  "a refused question (no_vision) is told as a command error and keeps its files and its text to send again, at 1280 and 390 wide",
+  "a refused question (no_vision) is told as a command error and keeps its files and its text to send again; a failed one is asked again with its files; at 1280 and 390 wide",
   async () => {
     for (const size of SIZES) {
       await using s = await stack({}, size);
@@ -122,6 +122,32 @@ pageTest(
       const again = await daemon.command("ask");
       assert.equal(again.text, "What colour is it?");
       assert.deepEqual(again.files, first.files);
+
+      // Taken, then failed: the daemon kept nothing, so Ask again sends
+      // the files this page sent with it.
+      await daemon.send(
+        {
+          type: "user",
+          text: "What colour is it?",
+          files: [RED_VIEW],
+          ref: again.ref,
+        },
+        {
+          type: "error",
+          code: "llama_unreachable",
+          message: "llama-server unreachable at http://127.0.0.1:8080",
+          turn: true,
+          ref: again.ref,
+        },
+        { type: "state", state: "idle" },
+      );
+      await shows(page, ".turn.last .note", "llama-server unreachable");
+      await shows(page, ".turn.last .files", "red.png");
+      assert.equal(await hidden(page, "#attached"), true);
+      await page.click(".turn.last .again");
+      const resent = await daemon.command("ask");
+      assert.equal(resent.text, "What colour is it?");
+      assert.deepEqual(resent.files, first.files);
     }
   },
 );

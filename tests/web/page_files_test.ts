@@ -31,7 +31,7 @@ import {
   thumbsDrawn,
 } from "./file_steps.ts";
 import { overflows } from "./measure.ts";
-import { pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
+import { hidden, pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
 
 pageTest(
   "files picked with Attach show as chips, go with the next question as sent, and show in the log after done, at 1280 and 390 wide",
@@ -89,6 +89,13 @@ pageTest(
       ]);
       assert.deepEqual(await overflows(page), [], `${size.name} wide`);
       await screenshot(page, `31-sent-files-${size.name}`);
+
+      // Editing the question says its files stay unless others are attached.
+      await page.focus("#input");
+      await page.keyboard.press("ArrowUp");
+      assert.equal(await hidden(page, "#editing-files"), false);
+      await page.keyboard.press("Escape");
+      assert.equal(await hidden(page, "#editing"), true);
 
       // Opened again, the turn's picture is the one it sent: not fetched.
       await daemon.send({
