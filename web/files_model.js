@@ -91,13 +91,40 @@ export function pictureKey(conversation, turn, index, file) {
   return `${placeOf(conversation, turn, index)}:${file.bytes}:${file.name}`;
 }
 
+/** Characters of data URLs kept at most: past them the oldest pictures go, to be fetched again if shown again. */
+export const CACHE_CHARS = 64 * 1024 * 1024;
+
 /**
  * The pictures of saved turns, each fetched once with `file` (lazily: the
- * view asks when one comes into sight) and kept while the page is open.
+ * view asks when one comes into sight) and kept while the page is open,
+ * up to `limit` characters of data URLs.
  */
 export class PictureCache {
-  /** @type {Map<string, Picture>} */
+  /** @type {Map<string, Picture>} Oldest first. */
   #pictures = new Map();
+  #chars = 0;
+  #limit;
+
+  constructor(limit = CACHE_CHARS) {
+    this.#limit = limit;
+  }
+
+  /** Keeps a picture's data URL, letting the oldest go past the limit. */
+  #keep(/** @type {string} */ key, /** @type {string} */ src) {
+    this.#drop(key);
+    this.#pictures.set(key, { state: "ready", src });
+    this.#chars += src.length;
+    for (const [old, picture] of this.#pictures) {
+      if (this.#chars <= this.#limit || old === key) break;
+      if (picture.state === "ready") this.#drop(old);
+    }
+  }
+
+  /** Forgets one picture. */
+  #drop(/** @type {string} */ key) {
+    this.#chars -= this.#pictures.get(key)?.src?.length ?? 0;
+    this.#pictures.delete(key);
+  }
   /** @type {Map<string, string>} Place asked for, to the key of the picture asked. */
   #asking = new Map();
   /** @type {Map<string | number, string>} Ref of a `file` command, to its place. */
@@ -154,12 +181,9 @@ export class PictureCache {
     if (key === undefined) return null;
     this.#asking.delete(place);
     const mime = String(event.mime ?? "");
-    this.#pictures.set(
-      key,
-      typeof event.data === "string" && PICTURE.test(mime)
-        ? { state: "ready", src: `data:${mime};base64,${event.data}` }
-        : { state: "missing", src: null },
-    );
+    if (typeof event.data === "string" && PICTURE.test(mime)) {
+      this.#keep(key, `data:${mime};base64,${event.data}`);
+    } else this.#pictures.set(key, { state: "missing", src: null });
     return key;
   }
 
@@ -187,10 +211,7 @@ export class PictureCache {
     files.forEach((file, index) => {
       const src = sources[index];
       if (src && isPicture(file)) {
-        this.#pictures.set(pictureKey(conversation, turn, index, file), {
-          state: "ready",
-          src,
-        });
+        this.#keep(pictureKey(conversation, turn, index, file), src);
       }
     });
   }
@@ -198,8 +219,8 @@ export class PictureCache {
   /** A saved turn was replaced (a retry or an edit): its pictures are fetched afresh. */
   forget(/** @type {number} */ conversation, /** @type {number} */ turn) {
     const prefix = `${conversation}:${turn}:`;
-    for (const key of this.#pictures.keys()) {
-      if (key.startsWith(prefix)) this.#pictures.delete(key);
+    for (const key of [...this.#pictures.keys()]) {
+      if (key.startsWith(prefix)) this.#drop(key);
     }
     for (const place of this.#asking.keys()) {
       if (place.startsWith(prefix)) this.#asking.delete(place);
@@ -208,7 +229,7 @@ export class PictureCache {
 
   /** A new connection: what was asked on the old one is never answered, so it is asked again. */
   reconnected() {
-    for (const key of this.#asking.values()) this.#pictures.delete(key);
+    for (const key of this.#asking.values()) this.#drop(key);
     this.#asking.clear();
     this.#refs.clear();
   }

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { CanvasModel } from "../../web/model.js";
-import { pictureKey, places } from "../../web/files_model.js";
+import { PictureCache, pictureKey, places } from "../../web/files_model.js";
 import type {
   BackendView,
   Event,
@@ -355,4 +355,31 @@ Deno.test("a search hit from an attached file names the file", () => {
   });
   assert.equal(model.results?.[0]?.file, "server.log");
   assert.equal(model.results?.[1]?.file, undefined);
+});
+
+Deno.test("the pictures kept are bounded: past the limit the oldest goes, to be fetched again if shown again", () => {
+  const pictures = new PictureCache(130);
+  const file = (name: string): FileView => ({ ...PICTURE, name });
+  const answer = (turn: number, ref: string, data: string) => {
+    pictures.asked(ref, pictures.want(1, turn, 0, file(`p${turn}.png`))!);
+    pictures.received({
+      type: "file",
+      conversation: 1,
+      turn,
+      index: 0,
+      name: `p${turn}.png`,
+      mime: "image/png",
+      data,
+      ref,
+    });
+  };
+  // Each data URL is 62 characters (22 of prefix, 40 of data): two fit.
+  answer(0, "r0", "A".repeat(40));
+  answer(1, "r1", "B".repeat(40));
+  assert.ok(pictures.src(pictureKey(1, 0, 0, file("p0.png"))));
+  answer(2, "r2", "C".repeat(40));
+  assert.equal(pictures.src(pictureKey(1, 0, 0, file("p0.png"))), null);
+  assert.ok(pictures.src(pictureKey(1, 1, 0, file("p1.png"))));
+  assert.ok(pictures.src(pictureKey(1, 2, 0, file("p2.png"))));
+  assert.ok(pictures.want(1, 0, 0, file("p0.png")), "asked for again");
 });
