@@ -72,7 +72,7 @@ export function bindAttach({ input, notice }) {
   $("attach").addEventListener("click", pick);
   picker.addEventListener("change", () => {
     add([...picker.files ?? []]);
-    // The same file picked again is a change too.
+    // Emptied, so that picking the same file again is a change too.
     picker.value = "";
     input.focus();
   });
@@ -118,7 +118,8 @@ export function bindAttach({ input, notice }) {
     if (carriesFiles(event)) event.preventDefault();
   });
 
-  // A picture pasted into the input (or anywhere but another field).
+  // A screenshot is most often pasted, not saved first; in the search box
+  // or the title a paste stays theirs.
   document.addEventListener("paste", (event) => {
     if (event.target instanceof HTMLInputElement) return;
     const files = [...event.clipboardData?.files ?? []];

@@ -77,7 +77,7 @@ export function bindControls({ model, view, send }) {
   };
 
   /**
-   * Sends a question with its files; false when it was not sent.
+   * Sends a question with its files; its ref, or null when it was not sent.
    * @param {"ask" | "edit"} type
    * @param {string} text
    * @param {import("./attachments.js").Attachment[]} files

@@ -89,7 +89,7 @@ function entryFor(item, current) {
   else button.removeAttribute("aria-current");
   const parts = [el("span", "conv-title", item.title || "(untitled)")];
   if ("snippet" in item) {
-    // A match inside an attached file says which.
+    // A match inside a file would read as the conversation's own words.
     if (item.file !== undefined) {
       parts.push(el("span", "conv-file", `in ${item.file}`));
     }

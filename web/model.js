@@ -322,7 +322,8 @@ export class CanvasModel extends SidebarModel {
       this.#failed(event, changed);
       return;
     }
-    // A picture that cannot be had is shown as its chip alone.
+    // A thumbnail that cannot be had is no fault of the reader's: its chip
+    // stays, and nothing is told.
     if (this.files.refused(event.ref)) {
       changed.add("files");
       return;

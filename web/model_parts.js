@@ -185,7 +185,7 @@ export function hitOf(item) {
     title: String(item?.title ?? ""),
     snippet: String(item?.snippet ?? ""),
   };
-  // The attached file the snippet is from.
+  // A match inside a file would read as the conversation's own words.
   if (typeof item?.file === "string") hit.file = item.file;
   const text = item?.text;
   const marks = item?.marks;
