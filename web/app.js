@@ -26,7 +26,10 @@ const token = location.pathname.split("/")[1] ?? "";
 const connection = new Connection({
   url: `ws://${location.host}/${token}/ws`,
   onLine,
-  onLink: (link) => schedule.add(model.linked(link)),
+  onLink: (link) => {
+    if (link.state === "down") controls.linkLost();
+    schedule.add(model.linked(link));
+  },
 });
 
 /** Figures the tests and the benchmark read; nothing the page relies on. */
@@ -106,6 +109,10 @@ function afterEvent(/** @type {WireEvent} */ event) {
     case "conversation":
       controls.conversationShown(event);
       break;
+    case "user":
+    case "error":
+      controls.answered(event);
+      break;
     case "export":
       download(event);
       break;
@@ -130,6 +137,17 @@ function download(
 }
 
 const controls = bindControls({ model, view, send });
+
+// A saved turn's picture, fetched when it comes into sight; a page not
+// connected asks again once greeted, when the turns are drawn anew.
+/** @type {import("./file_view.js").Thumbs["want"]} */
+const wantPicture = (conversation, turn, index, file) => {
+  const command = model.files.pictures.want(conversation, turn, index, file);
+  if (!command) return;
+  const ref = connection.send(command);
+  if (ref !== null) model.files.pictures.asked(ref, command);
+};
+view.thumbs.want = wantPicture;
 
 view.draw(
   model,

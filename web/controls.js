@@ -5,6 +5,7 @@
  * prompt and the keyboard (keyboard first: Enter sends, Shift+Enter a new
  * line, Esc stops), each turned into a command of the protocol.
  */
+import { bindAttach } from "./attach.js";
 import { $ } from "./dom.js";
 import { isStored } from "./model.js";
 import { Panels } from "./panels.js";
@@ -21,7 +22,8 @@ import { SearchBox } from "./search_box.js";
 /**
  * @typedef {{drawn(changed: Set<Part>): void,
  *   conversationShown(event: EventOf<"conversation">): void,
- *   focusInput(): void}} Controls
+ *   answered(event: {type: string, ref?: string | number}): void,
+ *   linkLost(): void, focusInput(): void}} Controls
  */
 
 /**
@@ -56,23 +58,86 @@ export function bindControls({ model, view, send }) {
   const input = /** @type {HTMLTextAreaElement} */ ($("input"));
   const panels = new Panels();
   const search = new SearchBox(model, send, () => view.drawList(model));
+  const attach = bindAttach({
+    input,
+    notice: (text, kind) => view.notice(text, kind),
+  });
+  const { attachments } = attach;
   let editing = false;
   let askedPrivate = false;
+  let submitting = false;
 
   const setEditing = (/** @type {boolean} */ on) => {
     editing = on;
     $("editing").hidden = !on;
+    // An edit without files keeps the question's own.
+    $("editing-files").hidden = !on ||
+      (model.current.turns.at(-1)?.files?.length ?? 0) === 0;
     $("send").textContent = on ? "Save & ask" : "Send";
   };
 
-  const submit = () => {
-    const text = input.value;
-    if (text.trim() === "") return;
-    const command = editing ? { type: "edit", text } : { type: "ask", text };
-    if (send(command) !== null) {
-      input.value = "";
-      setEditing(false);
+  /**
+   * Sends a question with its files; its ref, or null when it was not sent.
+   * @param {"ask" | "edit"} type
+   * @param {string} text
+   * @param {import("./attachments.js").Attachment[]} files
+   * @param {(string | null)[]} sources the pictures' previews
+   */
+  const question = (type, text, files, sources) => {
+    const ref = send({ type, text, ...(files.length > 0 ? { files } : {}) });
+    if (ref === null) return null;
+    if (files.length > 0) model.files.sent(ref, { files, sources });
+    return ref;
+  };
+
+  const submit = async () => {
+    if (submitting) return;
+    if (attachments.sending) {
+      view.notice("The files are still on their way to the daemon.", "error");
+      return;
     }
+    submitting = true;
+    try {
+      await attachments.settled();
+    } finally {
+      submitting = false;
+    }
+    const problem = attachments.problem();
+    if (problem) {
+      view.notice(problem, "error");
+      return;
+    }
+    const text = input.value;
+    const files = attachments.attachments();
+    if (text.trim() === "" && files.length === 0) return;
+    const type = editing ? "edit" : "ask";
+    // Never a line the daemon would refuse as too long; with files, the
+    // composer already says so above the input.
+    const over = attach.limit(type, text);
+    if (over) {
+      if (files.length === 0) view.notice(over, "error");
+      return;
+    }
+    const ref = question(type, text, files, attachments.sources());
+    if (ref === null) return;
+    if (files.length > 0) attachments.sent(ref, { text, edit: editing });
+    input.value = "";
+    setEditing(false);
+  };
+
+  /** Asks a question the daemon did not keep again, with the files this page sent with it. */
+  const askAgain = (/** @type {import("./model_parts.js").Turn} */ turn) => {
+    const files = turn.resend ?? [];
+    if ((turn.files?.length ?? 0) > files.length) {
+      input.value = turn.user;
+      input.focus();
+      view.notice(
+        "This question's files were not kept: attach them again, then send it.",
+        "error",
+      );
+      return;
+    }
+    question("ask", turn.user, files, turn.sources ?? []);
   };
 
   const stop = () => send({ type: "stop" });
@@ -137,7 +202,7 @@ export function bindControls({ model, view, send }) {
 
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
-    submit();
+    void submit();
   });
   $("stop").addEventListener("click", stop);
   $("stop-elsewhere").addEventListener("click", stop);
@@ -202,7 +267,7 @@ export function bindControls({ model, view, send }) {
     else if (target?.closest("button.edit")) editLast();
     else if (target?.closest("button.again")) {
       const last = model.current.turns.at(-1);
-      if (last) send({ type: "ask", text: last.user });
+      if (last) askAgain(last);
     }
   });
 
@@ -221,7 +286,7 @@ export function bindControls({ model, view, send }) {
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      submit();
+      void submit();
     } else if (event.key === "ArrowUp" && input.value === "") {
       event.preventDefault();
       editLast();
@@ -278,6 +343,7 @@ export function bindControls({ model, view, send }) {
       },
       KeyR: retry,
       KeyL: toggleListen,
+      KeyU: attach.pick,
       ...(waiting
         ? {
           KeyA: () => answerConfirm(waiting.call, true),
@@ -292,6 +358,13 @@ export function bindControls({ model, view, send }) {
     }
   });
 
+  /** A refused question back in the composer, its files still attached. */
+  const giveBack = (/** @type {import("./attachments.js").Returned} */ q) => {
+    if (input.value !== "") return;
+    input.value = q.text;
+    if (q.edit) setEditing(true);
+  };
+
   return {
     drawn(changed) {
       search.drawn(changed);
@@ -305,6 +378,14 @@ export function bindControls({ model, view, send }) {
           "error",
         );
       }
+    },
+    answered(event) {
+      const refused = attachments.answered(event);
+      if (refused) giveBack(refused);
+    },
+    linkLost() {
+      const lost = attachments.lost();
+      if (lost) giveBack(lost);
     },
     focusInput() {
       input.focus();

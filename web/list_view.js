@@ -70,7 +70,7 @@ const entries = new Map();
  */
 function entryFor(item, current) {
   const shown = "snippet" in item
-    ? [item.snippet, item.text ?? null, item.marks ?? null]
+    ? [item.snippet, item.text ?? null, item.marks ?? null, item.file ?? null]
     : item.updated ?? null;
   const drawn = JSON.stringify([item.title, current, shown]);
   let entry = entries.get(item.id);
@@ -89,6 +89,10 @@ function entryFor(item, current) {
   else button.removeAttribute("aria-current");
   const parts = [el("span", "conv-title", item.title || "(untitled)")];
   if ("snippet" in item) {
+    // A match inside a file would read as the conversation's own words.
+    if (item.file !== undefined) {
+      parts.push(el("span", "conv-file", `in ${item.file}`));
+    }
     parts.push(snippet(item));
   } else if (typeof item.updated === "number") {
     parts.push(

@@ -6,19 +6,20 @@
  *
  * Every field an older daemon does not send is simply absent here too:
  * `backend`, `ctx.sent`/`ctx.total`, `private`, `replaces`, `truncated`,
- * `confirm`/`approved`, `renamed`, `export`, `timings`, `summary` and
- * `listening` are shown once they arrive.
+ * `confirm`/`approved`, `renamed`, `export`, `timings`, `summary`,
+ * `listening` and a question's `files` are shown once they arrive.
  */
 import {
+  backendOf,
   confirmOf,
   helloConfirm,
   isStored,
   newPending,
-  numberOrNull,
   storedTurn,
   summaryOf,
 } from "./model_parts.js";
 import {
+  approvedMark,
   failedTurn,
   finishedTurn,
   helloPending,
@@ -26,6 +27,7 @@ import {
   placeTurn,
 } from "./model_turns.js";
 import { CtxMeters } from "./ctx_meters.js";
+import { TurnFiles } from "./files_model.js";
 import { SidebarModel } from "./sidebar_model.js";
 
 export { isStored };
@@ -42,8 +44,9 @@ export { isStored };
 /** @typedef {import("./model_parts.js").Confirm} Confirm */
 /** @typedef {import("./model_parts.js").Notice} Notice */
 /**
- * The parts of the page an event can change.
- * @typedef {"turns" | "pending" | "status" | "list" | "confirms" | "notices"} Part
+ * The parts of the page an event can change (`files`: a picture fetched).
+ * @typedef {"turns" | "pending" | "status" | "list" | "confirms" | "notices"
+ *   | "files"} Part
  */
 /**
  * The page's link to the daemon: `down` with the close code the bridge
@@ -89,6 +92,8 @@ export class CanvasModel extends SidebarModel {
   listens = new Set();
   /** @type {Notice[]} Messages for the user, oldest first; the view takes them. */
   notices = [];
+  /** What this page sent with its questions, and the pictures it fetched. */
+  files = new TurnFiles();
   #meters = new CtxMeters();
   #fresh = 0;
 
@@ -203,6 +208,7 @@ export class CanvasModel extends SidebarModel {
           String(event.text ?? ""),
           event.replaces === true,
         );
+        this.files.started(this.pending, event);
         changed.add("pending").add("status");
         break;
       case "think":
@@ -230,10 +236,7 @@ export class CanvasModel extends SidebarModel {
         const asked = this.confirms.get(event.call);
         this.confirms.delete(event.call);
         if (this.pending) {
-          this.pending.tools.push({
-            name: asked?.tool ?? "tool",
-            allowed: event.allow === true,
-          });
+          this.pending.tools.push(approvedMark(asked, event));
           changed.add("pending");
         }
         changed.add("confirms");
@@ -250,13 +253,7 @@ export class CanvasModel extends SidebarModel {
         changed.add("status");
         break;
       case "backend":
-        this.backend = {
-          state: String(event.state),
-          url: event.url ?? null,
-          model: event.model ?? null,
-          ctx_max: numberOrNull(event.ctx_max),
-          message: event.message ?? null,
-        };
+        this.backend = backendOf(event);
         this.#meters.sized(this.backend.ctx_max);
         changed.add("status");
         break;
@@ -271,6 +268,9 @@ export class CanvasModel extends SidebarModel {
           this.current.summary = summaryOf(event);
           changed.add("turns");
         }
+        break;
+      case "file":
+        if (this.files.pictures.received(event) !== null) changed.add("files");
         break;
       case "listening":
         this.listening = event.on === true;
@@ -312,6 +312,7 @@ export class CanvasModel extends SidebarModel {
     // Commands sent on an earlier connection are never answered.
     this.searches.clear();
     this.listens.clear();
+    this.files.reconnected();
   }
 
   /** @param {ErrorEvent} event @param {Set<Part>} changed */
@@ -319,6 +320,12 @@ export class CanvasModel extends SidebarModel {
     changed.add("notices");
     if (event.turn === true) {
       this.#failed(event, changed);
+      return;
+    }
+    // A thumbnail that cannot be had is no fault of the reader's: its chip
+    // stays, and nothing is told.
+    if (this.files.refused(event.ref)) {
+      changed.add("files");
       return;
     }
     const message = String(event.message ?? "error");
@@ -362,12 +369,13 @@ export class CanvasModel extends SidebarModel {
     }
     if (!stopped) this.#meters.finished(current.key);
     changed.add("turns");
-    const notice = placeTurn(
-      current,
-      turn,
-      pending.replaces || event.replaces === true,
-    );
+    const replaces = pending.replaces || event.replaces === true;
+    const notice = placeTurn(current, turn, replaces);
     if (notice) this.#notice(notice);
+    if (!stopped && current.id !== null) {
+      const place = current.turns.filter(isStored).length - 1;
+      this.files.saved(current.id, place, turn, replaces);
+    }
   }
 
   /** @param {ErrorEvent} event @param {Set<Part>} changed */

@@ -4,6 +4,7 @@
  * checks that turn what the daemon sent into them. No DOM here, so a test
  * run outside a browser can use it.
  */
+import { filesOf } from "./files_model.js";
 
 /**
  * An event as the daemon sends it: the protocol's own `Event`, so a field
@@ -23,20 +24,29 @@
  * turn's requests.
  * @typedef {import("../src/protocol/events.ts").Timings} Timings
  */
+/** @typedef {import("../src/protocol/events.ts").FileView} FileView */
+/** @typedef {import("./attachments.js").Attachment} Attachment */
 /**
  * A turn shown in the conversation. `truncatedBy` says what cut a
  * truncated reply short (`context` or `max_tokens`) when the daemon says;
- * `code` is a failed turn's error code.
+ * `code` is a failed turn's error code. `files` are the question's (absent
+ * when none); `sources` the data URLs of the pictures this page sent with
+ * it, and `resend` its files, kept on a turn the daemon did not keep so
+ * that Ask again sends them again.
  * @typedef {{user: string, reply: string, think: string, tools: ToolMark[],
  *   status: null | "stopped" | "truncated" | "error", error?: string,
- *   code?: string, truncatedBy?: string, timings?: Timings}} Turn
+ *   code?: string, truncatedBy?: string, timings?: Timings,
+ *   files?: FileView[], sources?: (string | null)[],
+ *   resend?: Attachment[]}} Turn
  */
 /**
  * The reply in flight. `key` is the conversation it belongs to as the page
  * tells them apart; `id` its number when known (null for one its `done`
- * will create).
+ * will create). `files`, `sources` and `resend` as a Turn's.
  * @typedef {{key: string, id: number | null, user: string, reply: string,
- *   think: string, tools: ToolMark[], replaces: boolean}} Pending
+ *   think: string, tools: ToolMark[], replaces: boolean,
+ *   files?: FileView[], sources?: (string | null)[],
+ *   resend?: Attachment[]}} Pending
  */
 /** @typedef {import("../src/protocol/events.ts").SummaryView} Summary */
 /**
@@ -93,12 +103,29 @@ export function toolMarks(/** @type {unknown} */ tools) {
  * @returns {Turn}
  */
 export function storedTurn(turn) {
+  const files = filesOf(turn?.files);
   return {
     user: String(turn?.user ?? ""),
     reply: String(turn?.reply ?? ""),
     think: "",
     tools: toolMarks(turn?.tools),
     status: null,
+    ...(files.length > 0 ? { files } : {}),
+  };
+}
+
+/**
+ * llama-server's state from a `backend` event.
+ * @param {EventOf<"backend">} event
+ * @returns {Backend}
+ */
+export function backendOf(event) {
+  return {
+    state: String(event.state),
+    url: event.url ?? null,
+    model: event.model ?? null,
+    ctx_max: numberOrNull(event.ctx_max),
+    message: event.message ?? null,
   };
 }
 
@@ -158,6 +185,8 @@ export function hitOf(item) {
     title: String(item?.title ?? ""),
     snippet: String(item?.snippet ?? ""),
   };
+  // A match inside a file would read as the conversation's own words.
+  if (typeof item?.file === "string") hit.file = item.file;
   const text = item?.text;
   const marks = item?.marks;
   if (typeof text !== "string" || !Array.isArray(marks)) return hit;

@@ -3,6 +3,7 @@
  * The reply in flight and how it ends: the pure steps the model takes for
  * `hello.pending`, `tool`, `done` and a turn's `error`. No DOM here.
  */
+import { filesOf } from "./files_model.js";
 import { isStored, newPending, timingsOf, toolMarks } from "./model_parts.js";
 
 /** @typedef {import("./model_parts.js").EventOf<"hello">} Hello */
@@ -42,7 +43,19 @@ export function helloPending(event, shownKey, keyOf) {
   pending.reply = String(p.reply ?? "");
   pending.think = String(p.think ?? "");
   pending.tools = toolMarks(p.tools);
+  const files = filesOf(p.files);
+  if (files.length > 0) pending.files = files;
   return pending;
+}
+
+/**
+ * The mark of a tool call the user decided (`approved`).
+ * @param {import("./model_parts.js").Confirm | undefined} asked
+ * @param {import("./model_parts.js").EventOf<"approved">} event
+ * @returns {import("./model_parts.js").ToolMark}
+ */
+export function approvedMark(asked, event) {
+  return { name: asked?.tool ?? "tool", allowed: event.allow === true };
 }
 
 /** A `tool` event on the reply's marks: a start, or the end of the one running. */
@@ -60,6 +73,20 @@ export function markTool(
   );
   if (running) running.done = true;
   else tools.push({ name, done: true });
+}
+
+/**
+ * The files of the reply in flight, on the turn it makes: the files to
+ * send again only on a turn the daemon does not keep.
+ * @param {Pending} pending
+ * @param {boolean} kept
+ */
+function filesOfPending(pending, kept) {
+  return {
+    ...(pending.files ? { files: pending.files } : {}),
+    ...(pending.sources ? { sources: pending.sources } : {}),
+    ...(pending.resend && !kept ? { resend: pending.resend } : {}),
+  };
 }
 
 /**
@@ -82,6 +109,7 @@ export function finishedTurn(pending, event) {
       ? { truncatedBy: event.truncated_by }
       : {}),
     ...(timings ? { timings } : {}),
+    ...filesOfPending(pending, !stopped),
   };
 }
 
@@ -100,6 +128,7 @@ export function failedTurn(pending, event) {
     status: "error",
     error: String(event.message ?? "the reply failed"),
     ...(typeof event.code === "string" ? { code: event.code } : {}),
+    ...filesOfPending(pending, false),
   };
 }
 

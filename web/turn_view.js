@@ -15,11 +15,13 @@ import { button, el, numbers } from "./dom.js";
 /** @typedef {import("./model_parts.js").ToolMark} ToolMark */
 /** @typedef {import("./model_parts.js").Timings} Timings */
 /**
- * What one drawn turn keeps, to update it in place while it streams.
+ * What one drawn turn keeps, to update it in place while it streams
+ * (`files`: the list of the question's files, which file_view.js draws).
  * @typedef {{article: HTMLElement, think: HTMLDetailsElement,
  *   thinkText: HTMLElement, tools: HTMLElement, reply: HTMLElement,
- *   note: HTMLElement, figures: HTMLElement, user: string,
- *   drawn: string | null, stream: StreamingMarkdown | null}} TurnParts
+ *   note: HTMLElement, figures: HTMLElement, files: HTMLElement,
+ *   user: string, drawn: string | null,
+ *   stream: StreamingMarkdown | null}} TurnParts
  */
 
 /** @type {Record<string, string>} */
@@ -90,7 +92,14 @@ export function turnParts(turn, { live }) {
   const article = el("article", "turn");
   if (live) article.classList.add("live");
   const question = el("div", "question");
-  question.append(el("div", "who", "You"), el("div", "text", turn.user));
+  const files = el("ul", "files");
+  files.setAttribute("aria-label", "Files sent with the question");
+  files.hidden = true;
+  question.append(
+    el("div", "who", "You"),
+    el("div", "text", turn.user),
+    files,
+  );
   const answer = el("div", "answer");
   const think = el("details", "think");
   think.append(el("summary", "", "Reasoning"));
@@ -110,6 +119,7 @@ export function turnParts(turn, { live }) {
     reply,
     note,
     figures,
+    files,
     user: turn.user,
     drawn: null,
     stream: null,

@@ -8,6 +8,8 @@
  * while what is below it (an approval, a notice) takes room.
  */
 import { $, el, placeChildren } from "./dom.js";
+import { Thumbs } from "./file_view.js";
+import { places } from "./files_model.js";
 import { renderMarkdown } from "./markdown.js";
 import { isStored } from "./model.js";
 import { drawList, emptyListText } from "./list_view.js";
@@ -56,6 +58,8 @@ export class CanvasView {
 
   constructor() {
     this.log = $("log");
+    /** The turns' pictures; app.js tells it how to fetch one. */
+    this.thumbs = new Thumbs(this.log);
     this.log.addEventListener("scroll", () => {
       this.#pinned = this.#nearBottom();
     }, { passive: true });
@@ -87,6 +91,7 @@ export class CanvasView {
     if (changed.has("status")) drawStatus(model);
     if (changed.has("list")) drawList(model);
     if (changed.has("confirms")) this.drawConfirms(model);
+    if (changed.has("files")) this.thumbs.fill(model.files.pictures);
   }
 
   /** Redraws the sidebar alone. */
@@ -156,6 +161,7 @@ export class CanvasView {
       this.#replaced = null;
       const turns = model.current.turns;
       const stored = turns.findLastIndex(isStored);
+      const kept = places(turns, model.current.id);
       /** @type {HTMLElement[]} */
       const nodes = turns.map((turn, index) => {
         let article = this.#drawn.get(turn);
@@ -165,6 +171,8 @@ export class CanvasView {
           const parts = (finished ? adopt(live, turn) : null) ??
             turnParts(turn, { live: false });
           fillTurn(parts, turn, { live: false });
+          const place = kept[index] ?? null;
+          this.thumbs.draw(parts.files, turn, place, model.files.pictures);
           article = parts.article;
           this.#drawn.set(turn, article);
         }
@@ -182,6 +190,7 @@ export class CanvasView {
       }
       if (summary) nodes.unshift(summary);
       placeChildren(this.log, nodes);
+      this.thumbs.sweep();
     });
     const newest = this.log.querySelector(".turn:last-of-type");
     if (opened && newest instanceof HTMLElement) this.#reveal(newest);
@@ -202,6 +211,12 @@ export class CanvasView {
       }
       if (!this.#pending || !this.#pending.article.isConnected) {
         this.#pending = turnParts(pending, { live: true });
+        this.thumbs.draw(
+          this.#pending.files,
+          pending,
+          null,
+          model.files.pictures,
+        );
         this.log.querySelector(".empty")?.remove();
         // A click (or Enter on the summary) is the reader's choice, which
         // the streaming no longer overrides.

@@ -118,3 +118,61 @@ export function liveTurn(): Record<string, unknown>[] {
     { type: "state", state: "idle" },
   ];
 }
+
+/** The reply of a turn that carried a chart and a log. */
+export const FILES_REPLY = [
+  "The spike at noon matches the log: at **11:59:58** the nightly `reindex` job started ten hours early (its cron line reads `0 12 * * *`, not `0 2 * * *`), and the red bar is the hour it ran.",
+  "",
+  "- `server.log` line 412: `reindex: started, 48 workers`",
+  "- the load fell back once it finished, at 12:41",
+  "",
+  "Move the job back to 02:00 and cap it at 8 workers.",
+].join("\n");
+
+/** A saved conversation whose one turn carried a chart (`chartBytes` long) and a log. */
+export function filesConversation(chartBytes: number): Record<string, unknown> {
+  return {
+    type: "conversation",
+    id: 9,
+    turns: [{
+      user:
+        "Why did the CPU spike at noon on Monday? The chart and the server's log are attached.",
+      reply: FILES_REPLY,
+      tools: [],
+      files: [
+        {
+          name: "cpu-monday.png",
+          mime: "image/png",
+          bytes: chartBytes,
+          kind: "image",
+        },
+        {
+          name: "server.log",
+          mime: "text/plain",
+          bytes: 18_432,
+          kind: "text",
+        },
+      ],
+    }],
+    summary: null,
+  };
+}
+
+/** The conversations the sidebar lists beside the one with files. */
+export const LISTED_WITH_FILES = [
+  { id: 9, title: "CPU spike on Monday", updated: 1_760_000_400 },
+  ...LISTED,
+];
+
+/** A config file to attach, as a reader would have it. */
+export const NGINX_CONF = [
+  "worker_processes auto;",
+  "events { worker_connections 1024; }",
+  "http {",
+  "  server {",
+  "    listen 443 ssl;",
+  "    location /reindex { proxy_pass http://127.0.0.1:9000; }",
+  "  }",
+  "}",
+  "",
+].join("\n");
