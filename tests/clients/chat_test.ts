@@ -28,6 +28,7 @@ import {
 } from "../support/fake_llm.ts";
 import { runs, weatherTools } from "../support/weather_tool.ts";
 import { Screen } from "../support/screen.ts";
+import { terminalClientFlags } from "../../src/launch/client_flags.ts";
 
 type Chats = { messages: { role: string; content: string }[] };
 
@@ -340,15 +341,16 @@ const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
 Deno.test({
   name:
-    `deno task chat runs the client alone with exactly the socket's grants; Ctrl-C stops a reply, Ctrl-D exits 0${PTY_SKIP}`,
+    `deno task chat runs the client alone with exactly its derived grants; Ctrl-C stops a reply, Ctrl-D exits 0${PTY_SKIP}`,
   ignore: !hasScript,
   async fn() {
     await using llm = await FakeLlm.start();
     llm.enqueue(reply({ content: ["Launched."] }), hold(["Once upon "]));
     await using daemon = await startDaemon(llm.url);
+    const env = clientEnv(daemon.paths.runtimeDir);
     await using chat = ClientProcess.spawn(
       ["task", "--quiet", "--config", DENO_JSON, "chat"],
-      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+      { env, pty: true },
     );
     let at = await chat.waitFor(/> \r/);
     const task = descendants(chat.child.pid).filter((pid) =>
@@ -362,7 +364,11 @@ Deno.test({
       "run",
       "--quiet",
       "--no-prompt",
-      ...clientFlags(daemon.paths.socketPath),
+      ...terminalClientFlags(
+        "chat",
+        daemon.paths.socketPath,
+        (name) => env[name],
+      ),
       "main.ts",
       "chat",
     ]);
