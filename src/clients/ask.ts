@@ -8,7 +8,7 @@
  * `--yes` allowed; calls of other turns are left to other clients.
  */
 import { connectOrExplain, type DaemonClient } from "./client.ts";
-import { type Env, readEnv } from "../base/paths.ts";
+import type { Env } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
 import type { MarkdownReplyView } from "./chat_render.ts";
 import { writeAll, type Writer } from "../streams/write_all.ts";
@@ -23,7 +23,7 @@ import {
   type FileSource,
   readAttachment,
 } from "./attachments.ts";
-import { homeDir, startDir } from "./chat_places.ts";
+import { grantedEnv, homeDir, startDir } from "./chat_places.ts";
 import type { Command } from "../protocol/commands.ts";
 
 export { ASK_EXIT } from "./ask_turn.ts";
@@ -143,7 +143,7 @@ export async function runAsk(
     return ASK_EXIT.usage;
   }
   // Files are read first: one that cannot go stops ask before anything waits.
-  const env = options.env ?? readEnv;
+  const env = options.env ?? grantedEnv;
   let files: Attached[];
   try {
     checkCount(parsed.files.length);

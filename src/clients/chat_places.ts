@@ -6,6 +6,7 @@
  */
 import { isAbsolute, join } from "node:path";
 import { type Env, resolvePaths } from "../base/paths.ts";
+import { holds } from "../base/permissions.ts";
 
 /** The folders chat writes in; null where the environment does not say. */
 export interface ChatPlaces {
@@ -34,6 +35,10 @@ export const ASK_ENV_VARS: readonly string[] = Object.freeze([
   "XDG_RUNTIME_DIR",
 ]);
 
+/** The process environment as far as this process may read it: a variable without a grant reads as unset, never asked for. */
+export const grantedEnv: Env = (name) =>
+  holds("env", name) ? Deno.env.get(name) : undefined;
+
 /** Reads a variable, taking one this process may not read as unset. */
 export function readable(env: Env, name: string): string | undefined {
   try {
@@ -46,7 +51,11 @@ export function readable(env: Env, name: string): string | undefined {
 /** Chat's folders as the environment places them (HOME and the XDG directories, as the daemon finds its own). */
 export function chatPlaces(env: Env): ChatPlaces {
   try {
-    const paths = resolvePaths((name) => readable(env, name));
+    // Only the data and state folders are wanted: a runtime directory
+    // stands in, so none is looked for (that takes a grant of its own).
+    const paths = resolvePaths((name) =>
+      name === "XDG_RUNTIME_DIR" ? "/" : readable(env, name)
+    );
     return {
       historyDir: join(paths.stateDir, "chat"),
       exportDir: join(paths.dataDir, "exports"),
@@ -56,15 +65,10 @@ export function chatPlaces(env: Env): ChatPlaces {
   }
 }
 
-/** Where the user started the client: `deno task` runs it elsewhere and says where in INIT_CWD; null when unknown. */
+/** Where the user started the client: `deno task` runs it elsewhere and says where in INIT_CWD; null for this process's own working directory. */
 export function startDir(env: Env): string | null {
   const init = readable(env, "INIT_CWD");
-  if (init !== undefined && isAbsolute(init)) return init;
-  try {
-    return Deno.cwd();
-  } catch {
-    return null;
-  }
+  return init !== undefined && isAbsolute(init) ? init : null;
 }
 
 /** The user's home directory, for a path typed as `~/…`; null when unknown. */

@@ -150,7 +150,10 @@ Deno.test("/export says why a file cannot be written", async () => {
   for (
     const [error, message] of [
       [new Deno.errors.AlreadyExists("x"), /already exists: give another/],
-      [new Deno.errors.NotCapable("x"), /start it with --export-dir DIR/],
+      [
+        new Deno.errors.NotCapable("x"),
+        /start it with deno task chat, which lets it write in its export folder, or run deno task -q export 1 > file/,
+      ],
     ] as const
   ) {
     const { chat, screen } = session({
@@ -179,11 +182,18 @@ Deno.test("each /command reads into what it sends, or how it is typed", () => {
     kind: "usage",
     text: "usage: /list [N]",
   });
-  assert.deepEqual(parseSlash("/delete 7"), {
-    kind: "request",
-    wait: { kind: "delete", id: 7 },
-    command: { type: "delete", id: 7 },
+  // Deleting asks first.
+  assert.deepEqual(parseSlash("/delete 7"), { kind: "delete", id: 7 });
+  assert.deepEqual(parseSlash(`/attach a.txt "my notes.md" b\\ c.png`), {
+    kind: "attach",
+    paths: ["a.txt", "my notes.md", "b c.png"],
   });
+  assert.deepEqual(parseSlash("/attach"), { kind: "attach", paths: [] });
+  assert.deepEqual(parseSlash(`/attach "open`), {
+    kind: "usage",
+    text: "usage: /attach PATH… (a quote is not closed)",
+  });
+  assert.deepEqual(parseSlash("/detach"), { kind: "detach" });
   assert.deepEqual(parseSlash("/export 2 Trip.JSON"), {
     kind: "request",
     wait: { kind: "export", file: "Trip.JSON" },

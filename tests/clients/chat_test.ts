@@ -87,7 +87,8 @@ Deno.test("piped chat: a question streams its answer, /search and /open show res
       "Two.",
       "",
       "> /list",
-      "    #2  <date>  Second question",
+      // The conversation shown is marked.
+      "*   #2  <date>  Second question",
       "    #1  <date>  What is the capital of France?",
       "> /open 99",
       "error: no such conversation",
@@ -506,7 +507,7 @@ Deno.test("piped chat: /retry, /edit, /rename, /export and /private", async () =
     "> /rename 1 Trip",
     '#1 is now called "Trip"',
     "> /list",
-    "    #1  <date>  Trip",
+    "*   #1  <date>  Trip",
     "> /export 1",
     "# Trip",
     "",
@@ -567,7 +568,7 @@ Deno.test("piped chat: /export to a file without a write grant says how to get o
   assert.equal(result.code, 0);
   assert.match(
     untimed(result.stdout),
-    /error: chat may not write .*out\.md: start it with --export-dir DIR/,
+    /error: chat may not write .*out\.md: start it with deno task chat, which lets it write in its export folder, or run deno task -q export 1 > file/,
   );
   assert.equal(await Deno.stat(target).then(() => true, () => false), false);
 });
