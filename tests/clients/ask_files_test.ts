@@ -121,8 +121,10 @@ async function refusingDaemon(): Promise<
     path: join(dir, "desktop-assistant.sock"),
   });
   let lines = 0;
+  let open: Deno.Conn | null = null;
   const served = (async () => {
     const conn = await listener.accept();
+    open = conn;
     const write = (event: unknown) =>
       conn.write(new TextEncoder().encode(JSON.stringify(event) + "\n"));
     await write({
@@ -153,6 +155,12 @@ async function refusingDaemon(): Promise<
     lines: () => lines,
     [Symbol.asyncDispose]: async () => {
       listener.close();
+      // A client still connected is let go, whatever it waits for.
+      try {
+        (open as Deno.Conn | null)?.close();
+      } catch {
+        // Closed by the client already.
+      }
       await served.catch(() => {});
       await Deno.remove(dir, { recursive: true });
     },
