@@ -200,6 +200,12 @@ export async function runChat(
       } else if ("line" in value) {
         await session.whenReady();
         session.submit(decoder.decode(value.line));
+      } else {
+        // Skipped whole by the framing: it could never have gone.
+        await session.whenReady();
+        out(session.renderer.error(
+          "a line over 1 MB was not sent: one question carries at most 1 MB (the daemon's line limit)",
+        ));
       }
     }
     // End of input: leave once the last line has been answered; a call

@@ -265,3 +265,20 @@ Deno.test("/summary of a conversation with no turn, or a private one not yet sum
     /summary of the 3 earlier turns:\nKept here\.\n/,
   );
 });
+
+Deno.test("/help names /attach, /detach, what /delete and /list do now, and what becomes of lines typed during a reply", () => {
+  const text = helpLines(100).map((line) => line.text).join("\n");
+  assert.match(text, /^\/attach \[PATH…\] +send files with the next question/m);
+  assert.match(text, /^\/detach +drop the attached files/m);
+  assert.match(text, /^\/delete N +delete conversation N \(after a y\)/m);
+  assert.match(text, /^\/list \[N\] .*\* marks the one shown/m);
+  assert.match(text, /^\/export N \[file\] .*in the export folder/m);
+  assert.match(
+    text,
+    /Lines typed while a reply streams wait: each Enter queues one/,
+  );
+  assert.match(
+    text,
+    /When the daemon goes away chat waits for it to come back/,
+  );
+});

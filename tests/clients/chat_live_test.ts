@@ -256,3 +256,31 @@ Deno.test("a reply cut short inside its reasoning shows the daemon's note as its
   assert.equal(ask.stdout, note + "\n");
   assert.equal(ask.stderr, "The reply was cut short: it reached max_tokens.\n");
 });
+
+Deno.test("piped chat says a question over the line limit was not sent, and goes on to the next", async () => {
+  await using llm = await FakeLlm.start();
+  llm.enqueue(reply({ content: ["Yes."] }));
+  await using daemon = await startDaemon(llm.url);
+  const env = clientEnv(daemon.paths.runtimeDir);
+  // Past the input's framing, and within it but past the line once quoted.
+  const input = "x".repeat(1_200_000) + "\n" + '"'.repeat(600_000) +
+    "\nNext?\n";
+  const result = await runClient(
+    taskArgs("chat", daemon.paths.socketPath, env),
+    env,
+    input,
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.equal(
+    untimed(result.stdout).split("\n").slice(1).join("\n"),
+    [
+      "error: a line over 1 MB was not sent: one question carries at most 1 MB (the daemon's line limit)",
+      "error: not sent: the question is 1.1 MB; one question carries at most 1 MB (the daemon's line limit): shorten it",
+      "> Next?",
+      "Yes.",
+      "",
+      "",
+    ].join("\n"),
+  );
+  assert.equal(llm.chats.length, 1);
+});
