@@ -19,14 +19,15 @@ const USAGE = `usage: main.ts [command] [options]
   chat [--no-think] [--raw] [--export-dir DIR]
                      interactive terminal client (--raw: replies as sent;
                      /export writes in DIR)
-  ask [--think] [--json] [--yes] [--render] "question"
-                     print one answer (the question from stdin when omitted)
+  ask [--think] [--json] [--yes] [--render] [--file PATH]... "question"
+                     print one answer (the question from stdin when omitted;
+                     --file sends a file with it)
   export ID [--json] print a conversation as Markdown (or JSON)
   web [--port N]     the browser canvas (deno task web runs it with its own grants)
   web-flags [--task] [--port N]
                      print the canvas's flags (--task: its whole command, for deno task web)
-  client-flags [--task] chat|ask
-                     print a client's flags (--task: its whole command, for deno task chat|ask)
+  client-flags [--task] chat|ask|export
+                     print a client's flags (--task: its whole command, for deno task chat|ask|export)
   voice              the voice client: listens and speaks (deno task voice runs it with its own grants)
   voice-flags [--task]
                      print the voice client's flags (--task: its whole command, for deno task voice)

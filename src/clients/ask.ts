@@ -14,6 +14,17 @@ import type { MarkdownReplyView } from "./chat_render.ts";
 import { writeAll, type Writer } from "../streams/write_all.ts";
 import { consoleSize } from "./terminal_text.ts";
 import { ASK_EXIT, STOPPED_ELSEWHERE, TurnPrinter } from "./ask_turn.ts";
+import {
+  asAttachments,
+  type Attached,
+  AttachError,
+  checkCount,
+  checkLine,
+  type FileSource,
+  readAttachment,
+} from "./attachments.ts";
+import { grantedEnv, homeDir, startDir } from "./chat_places.ts";
+import type { Command } from "../protocol/commands.ts";
 
 export { ASK_EXIT } from "./ask_turn.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
@@ -33,10 +44,12 @@ export interface AskOptions {
   colorStdout?: boolean;
   /** Aborts like Ctrl-C; default: SIGINT. */
   interrupt?: AbortSignal;
+  /** Where `--file` paths are found; default where the user started ask, with the user's rights. */
+  files?: FileSource;
 }
 
 const USAGE =
-  'usage: main.ts ask [--think] [--json] [--yes] [--render] ["question"]';
+  'usage: main.ts ask [--think] [--json] [--yes] [--render] [--file PATH]... ["question"]';
 const INTERRUPTED: unique symbol = Symbol("interrupted");
 
 /** The parsed arguments of `ask`. */
@@ -47,6 +60,8 @@ export interface AskArgs {
   yes: boolean;
   /** Draw the answer's Markdown when stdout is a colour terminal. */
   render: boolean;
+  /** Files to send with the question, as given. */
+  files: string[];
   words: string[];
 }
 
@@ -58,15 +73,18 @@ export function parseAskArgs(args: string[]): AskArgs {
       json: { type: "boolean" },
       yes: { type: "boolean" },
       render: { type: "boolean" },
+      file: { type: "string", multiple: true },
     },
     usage: USAGE,
     positionals: true,
+    needs: { file: "a path" },
   });
   return {
     think: values.think === true,
     json: values.json === true,
     yes: values.yes === true,
     render: values.render === true,
+    files: values.file ?? [],
     words: positionals,
   };
 }
@@ -124,6 +142,22 @@ export async function runAsk(
     await writeAll(stderr, `${error.message}\n`);
     return ASK_EXIT.usage;
   }
+  // Files are read first: one that cannot go stops ask before anything waits.
+  const env = options.env ?? grantedEnv;
+  let files: Attached[];
+  try {
+    checkCount(parsed.files.length);
+    const source = options.files ??
+      { cwd: startDir(env), home: homeDir(env) };
+    files = [];
+    for (const path of parsed.files) {
+      files.push(await readAttachment(path, source));
+    }
+  } catch (error) {
+    if (!(error instanceof AttachError)) throw error;
+    await writeAll(stderr, `${error.message}\n`);
+    return ASK_EXIT.failed;
+  }
   using interrupts = new Interrupts(options.interrupt);
   const interrupted = (n: number): Promise<typeof INTERRUPTED> =>
     interrupts.after(n).then(() => INTERRUPTED);
@@ -142,7 +176,8 @@ export async function runAsk(
     // `echo question | ask` should not send the newline echo added.
     question = read.trimEnd();
   }
-  if (question.trim() === "") {
+  // Files alone are a question: the daemon asks about them.
+  if (question.trim() === "" && files.length === 0) {
     await writeAll(
       stderr,
       `Give the question as an argument or on stdin: ${USAGE}\n`,
@@ -174,8 +209,22 @@ export async function runAsk(
     (call, allow) => client.send({ type: "approve", call, allow }),
     await markdownView(parsed, options),
   );
+  const command: Command = {
+    type: "ask",
+    text: question,
+    ref,
+    ...(files.length > 0 ? { files: asAttachments(files) } : {}),
+  };
   try {
-    await client.send({ type: "ask", text: question, ref });
+    // Refused here, the question never goes: the daemon would only skip it.
+    checkLine(command, files);
+  } catch (error) {
+    if (!(error instanceof AttachError)) throw error;
+    await writeAll(stderr, `${error.message}\n`);
+    return ASK_EXIT.failed;
+  }
+  try {
+    await client.send(command);
   } catch (error) {
     if (!(error instanceof AssistantError)) throw error;
     await writeAll(stderr, `${error.message}\n`);

@@ -61,6 +61,16 @@ export class TurnPrinter {
   async take(event: Event): Promise<number | typeof STOPPED_ELSEWHERE | null> {
     const ours = "ref" in event && event.ref === this.ref;
     if (!this.#started) {
+      // Before the turn starts this connection has sent its `ask` alone, so
+      // a command error without a ref answers it: a line the daemon could
+      // not read (over its limit) comes back without the ref it carried.
+      if (
+        event.type === "error" && event.turn !== true &&
+        event.ref === undefined
+      ) {
+        await this.#message(event.message);
+        return ASK_EXIT.failed;
+      }
       // Another client's turn can be under way before ours starts; its
       // events (and the stop our ask gives it) are not ours.
       if (!ours) return null;

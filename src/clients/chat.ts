@@ -1,14 +1,19 @@
 /**
  * `deno task chat` (`main.ts chat`): the interactive terminal client. On a
- * terminal it edits lines in raw mode; with piped input it takes one line
- * at a time, each once the one before has been answered. `deno task chat`
- * runs it with exactly the grants the socket needs (`clientFlags`).
+ * terminal it edits lines in raw mode, keeps them across runs, and waits
+ * for a daemon that goes away; with piped input it takes one line at a
+ * time, each once the one before has been answered, and ends when the
+ * daemon does. `deno task chat` runs it with the grants client_flags.ts
+ * derives: the socket, reading what the user names, and its own folders.
  */
 import { resolve } from "node:path";
 import { type MarkdownDrawing, Renderer } from "./chat_render.ts";
 import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
-import { connectOrExplain } from "./client.ts";
+import { connectOrExplain, DaemonClient } from "./client.ts";
 import type { Env } from "../base/paths.ts";
+import { AssistantError } from "../base/errors.ts";
+import { chatPlaces, grantedEnv, homeDir, startDir } from "./chat_places.ts";
+import { openHistory } from "./chat_history.ts";
 import { KeyStream } from "./key_stream.ts";
 import { LineEditor } from "./line_editor.ts";
 import { LineStream } from "../streams/line_stream.ts";
@@ -39,6 +44,8 @@ export interface ChatOptions {
   rows?: () => number;
   /** Listen for SIGINT; default true. */
   signals?: boolean;
+  /** Milliseconds between attempts to reach a daemon that went away; default 1000. */
+  retryMs?: number;
 }
 
 const USAGE = "usage: main.ts chat [--no-think] [--raw] [--export-dir DIR]";
@@ -59,7 +66,7 @@ export interface ChatArgs {
   think: boolean;
   /** Replies as sent, without drawing their Markdown. */
   raw: boolean;
-  /** Where `/export N file` writes (as given; relative to where chat starts). */
+  /** Where `/export N file` writes (as given; relative to where chat starts); null for chat's export folder. */
   exportDir: string | null;
 }
 
@@ -120,10 +127,18 @@ export async function runChat(
   // Its codes are CHAT_EXIT.failed and CHAT_EXIT.noDaemon.
   const client = await connectOrExplain(options.env, err);
   if (typeof client === "number") return client;
-  await using _client = client;
+  let current = client;
+  await using _client = { [Symbol.asyncDispose]: () => current.close() };
 
   const terminal = options.terminal ??
     (Deno.stdin.isTerminal() && Deno.stdout.isTerminal());
+  const env = options.env ?? grantedEnv;
+  const places = chatPlaces(env);
+  const started = startDir(env);
+  // Typed lines outlive the run only where a person types them.
+  const history = terminal
+    ? await openHistory(places.historyDir)
+    : { lines: [], log: null };
   const out = options.write ?? writeStdout;
   using _raw = terminal ? rawMode(options.setRaw, out) : null;
   const session = new ChatSession({
@@ -140,26 +155,33 @@ export async function runChat(
       markdown: await markdown,
       raw,
     }),
-    editor: terminal ? new LineEditor() : null,
+    editor: terminal ? new LineEditor({ history: history.lines }) : null,
     out,
     err,
     prompt: colors ? PROMPT_COLOR : PROMPT_PLAIN,
     columns,
-    exportDir: exportDir === null ? null : resolve(exportDir),
+    exportDir: exportDir === null
+      ? places.exportDir
+      : started === null
+      ? exportDir
+      : resolve(started, exportDir),
+    files: { cwd: started, home: homeDir(env) },
+    inputLog: history.log,
+    // A person at a terminal waits for a daemon that restarts; a script
+    // piping lines ends, as it always has.
+    reconnects: terminal,
   });
   using _signals = options.signals === false ? null : onSigint(session);
 
   const events = (async () => {
-    try {
-      while (true) {
-        const event = await client.next();
-        if (event === null) break;
-        session.onEvent(event);
-      }
-    } catch {
-      // An unreadable stream is as good as a closed one.
+    while (!session.ended) {
+      await follow(current, session);
+      if (session.ended) break;
+      const next = await reconnect(current.path, session, options.retryMs);
+      if (next === null) break;
+      current = next;
+      session.reconnected(next);
     }
-    session.gone();
   })();
 
   const input = options.input ?? Deno.stdin.readable;
@@ -178,6 +200,12 @@ export async function runChat(
       } else if ("line" in value) {
         await session.whenReady();
         session.submit(decoder.decode(value.line));
+      } else {
+        // Skipped whole by the framing: it could never have gone.
+        await session.whenReady();
+        out(session.renderer.error(
+          "a line over 1 MB was not sent: one question carries at most 1 MB (the daemon's line limit)",
+        ));
       }
     }
     // End of input: leave once the last line has been answered; a call
@@ -193,10 +221,48 @@ export async function runChat(
   const code = await session.exit;
   // Stdin may be mid-read; cancelling must not hold up the exit.
   reader.cancel().catch(() => {});
-  await client.close();
+  await current.close();
   await events;
   if (options.input) await reading;
   return code;
+}
+
+/** Hands the connection's events to the session until it closes. */
+async function follow(client: DaemonClient, session: ChatSession) {
+  try {
+    while (true) {
+      const event = await client.next();
+      if (event === null) break;
+      session.onEvent(event);
+    }
+  } catch {
+    // An unreadable stream is as good as a closed one.
+  }
+  await client.close();
+  session.gone(client);
+}
+
+/** Connects again once a daemon answers at `path`; null when the session ends first. */
+async function reconnect(
+  path: string,
+  session: ChatSession,
+  retryMs = 1000,
+): Promise<DaemonClient | null> {
+  const over = session.exit.then(() => null);
+  while (!session.ended) {
+    try {
+      return await DaemonClient.connect({ path });
+    } catch (error) {
+      if (!(error instanceof AssistantError)) throw error;
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const pause = new Promise<null>((done) => {
+      timer = setTimeout(() => done(null), retryMs);
+    });
+    await Promise.race([pause, over]);
+    clearTimeout(timer);
+  }
+  return null;
 }
 
 /** Raw mode with bracketed paste while the chat runs; restored on dispose. */

@@ -6,6 +6,7 @@ import type { ChatState } from "./chat_state.ts";
 import type { Command } from "../protocol/commands.ts";
 import type { IndentedLine } from "./chat_lines.ts";
 import type { Renderer } from "./chat_render.ts";
+import { splitPaths } from "./chat_attach.ts";
 
 /** Conversations `/list` shows without a number. */
 export const LIST_LIMIT = 20;
@@ -18,7 +19,10 @@ const COMMANDS: [string, string][] = [
     "/private",
     "start a private conversation: kept in memory only, never saved (the prompt says private while it lasts)",
   ],
-  ["/list [N]", "the N most recent conversations (default 20)"],
+  [
+    "/list [N]",
+    "the N most recent conversations (default 20; * marks the one shown)",
+  ],
   ["/open N", "open conversation N"],
   ["/search words", "search every conversation"],
   [
@@ -31,10 +35,15 @@ const COMMANDS: [string, string][] = [
   ],
   ["/rename N title", "give conversation N a title"],
   [
-    "/export N [file]",
-    "show conversation N as Markdown, or write it to a new file (.json: JSON)",
+    "/attach [PATH…]",
+    "send files with the next question (text, pictures, PDF; about 750 KB in all; the prompt counts them); alone: list them",
   ],
-  ["/delete N", "delete conversation N"],
+  ["/detach", "drop the attached files"],
+  [
+    "/export N [file]",
+    "show conversation N as Markdown, or write it to a new file in the export folder (.json: JSON)",
+  ],
+  ["/delete N", "delete conversation N (after a y)"],
   [
     "/summary",
     "the summary of the earlier turns the model is no longer sent whole",
@@ -51,6 +60,8 @@ const NOTES = [
   "Anything else is a question (start it with // to begin with a /).",
   "A tool call that needs approval asks run TOOL {args}? [y/N]: y runs it, n or Enter declines (the model is told); any client may answer.",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
+  "Lines typed while a reply streams wait: each Enter queues one, and they run in order once the reply ends (Ctrl-C ends it sooner).",
+  "When the daemon goes away chat waits for it to come back. Up and Down recall lines typed, in earlier runs too (never those of a private conversation).",
   "chat --raw starts with replies as sent; ask --render draws Markdown too.",
   "A dim 'context used/size · S of T turns' line: the model was sent only the S newest of T earlier turns, so the conversation fits its context (the older ones in a summary, when the daemon keeps one).",
   "A dim 'N tokens/s · prompt R read, C reused' line after a reply: how fast it came, and how much of the prompt llama-server read anew or took from its cache.",
@@ -83,7 +94,9 @@ export type Waiting =
   | { kind: "export"; file: string | null }
   /** `/summary` of a conversation this chat has not seen summarised: from its JSON export. */
   | { kind: "summary" }
-  | { kind: "listen" };
+  | { kind: "listen" }
+  /** `/attach` reading its files: nothing is sent, the prompt waits. */
+  | { kind: "attach" };
 
 /** What a typed `/command` asks for. */
 export type ChatAction =
@@ -95,6 +108,11 @@ export type ChatAction =
   | { kind: "unknown"; name: string }
   /** A command for the daemon, and what the prompt waits for. */
   | { kind: "request"; wait: Waiting; command: Command }
+  /** `/attach`: files for the next question; none lists them. */
+  | { kind: "attach"; paths: string[] }
+  | { kind: "detach" }
+  /** `/delete N`, once the user says yes. */
+  | { kind: "delete"; id: number }
   /** `/edit` alone: the last question goes on the line. */
   | { kind: "edit" }
   | { kind: "summary" }
@@ -152,7 +170,14 @@ export function parseSlash(text: string): ChatAction {
       return request({ kind: "open" }, { type: "open", id });
     case "/delete":
       if (id === null) return usage("/delete N (a number from /list)");
-      return request({ kind: "delete", id }, { type: "delete", id });
+      return { kind: "delete", id };
+    case "/attach": {
+      const paths = splitPaths(text.slice(name.length));
+      if (paths === null) return usage("/attach PATH… (a quote is not closed)");
+      return { kind: "attach", paths };
+    }
+    case "/detach":
+      return { kind: "detach" };
     case "/search":
       if (rest === "") return usage("/search words");
       return request({ kind: "search" }, {
@@ -205,6 +230,12 @@ export interface CommandHost {
   readonly canEdit: boolean;
   /** Puts a question on the line to change; Enter sends it as `edit`. */
   edit(line: string): void;
+  /** Reads files for the next question; none lists those waiting. */
+  attach(paths: string[]): void;
+  /** Drops the files waiting. */
+  detach(): void;
+  /** Asks whether to delete a conversation, and deletes it on yes. */
+  confirmDelete(id: number): void;
   /** Ends the chat. */
   quit(): void;
 }
@@ -236,6 +267,12 @@ export function runSlash(text: string, host: CommandHost): void {
       );
     case "request":
       return host.request(action.wait, action.command);
+    case "attach":
+      return host.attach(action.paths);
+    case "detach":
+      return host.detach();
+    case "delete":
+      return host.confirmDelete(action.id);
     case "edit": {
       if (!host.canEdit) {
         return host.print(renderer.error(

@@ -7,10 +7,12 @@
 import type {
   BackendView,
   ConversationItem,
+  FileView,
   SearchHit,
   Timings,
 } from "../protocol/events.ts";
 import { sanitize } from "./terminal_text.ts";
+import { formatSize } from "./attachments.ts";
 
 /** The styles chat uses. */
 export const STYLE = {
@@ -149,20 +151,43 @@ export function listeningNote(on: boolean): string {
     : "[listening off]";
 }
 
-/** The `conversations` answer, a line per conversation. */
+/** The `conversations` answer, a line per conversation; the current one (`current`) marked `*`. */
 export function conversationLines(
   items: ConversationItem[],
   style: Styler,
+  current: number | null = null,
 ): IndentedLine[] {
   if (items.length === 0) {
     return [{ text: style("dim", "no conversations yet"), indent: "" }];
   }
-  return items.map((item) => ({
-    text: `${style("bold", `#${item.id}`.padStart(6))}  ${
-      style("dim", formatTime(item.updated))
-    }  ${oneLine(item.title)}`,
-    indent: " ".repeat(8),
-  }));
+  return items.map((item) => {
+    const number = `#${item.id}`.padStart(6);
+    const shown = item.id === current ? "*" + number.replace(/^ /, "") : number;
+    return {
+      text: `${style("bold", shown)}  ${
+        style("dim", formatTime(item.updated))
+      }  ${oneLine(item.title)}`,
+      indent: " ".repeat(8),
+    };
+  });
+}
+
+/** What each kind of file became, in words. */
+const KIND_WORDS: Record<FileView["kind"], string> = {
+  text: "text",
+  image: "picture",
+  converted: "converted to text",
+};
+
+/** A question's files in one line: `[files] notes.txt (2.1 KB, text), dot.png (95 bytes, picture)`. */
+export function filesText(files: readonly FileView[]): string {
+  return `[files] ${
+    files.map((file) =>
+      `${oneLine(file.name)} (${formatSize(file.bytes)}, ${
+        KIND_WORDS[file.kind] ?? oneLine(String(file.kind))
+      })`
+    ).join(", ")
+  }`;
 }
 
 /** The `results` answer: each hit's number and title, then its text with the matches marked. */

@@ -46,8 +46,8 @@ export interface RendererOptions {
   raw?: boolean;
 }
 
-/** What a `conversations` answer is the answer to. */
-export type ListContext = { deleted: number } | null;
+/** What a `conversations` answer is the answer to (a delete's, which says so), and the conversation shown, marked in it. */
+export type ListContext = { deleted?: number; current?: number | null } | null;
 
 /** Event-to-text rendering with the state a stream needs (section, column). */
 export class Renderer {
@@ -123,6 +123,16 @@ export class Renderer {
     return this.#turn.approved(allow, mine);
   }
 
+  /** A yes-or-no question of chat's own, answered on the same line. */
+  question(text: string): string {
+    return this.#turn.question(text);
+  }
+
+  /** The answer to the question just asked. */
+  answer(text: string): string {
+    return this.#turn.answer(text);
+  }
+
   /** Text for one event; `list` says what a `conversations` answer answers. */
   event(event: Event, list: ListContext = null): string {
     const screen = this.#screen;
@@ -152,8 +162,12 @@ export class Renderer {
         return turn.endSection() + this.error(event.message);
       case "conversations":
         return turn.endSection() +
-          (list ? screen.line(`deleted conversation #${list.deleted}`) : "") +
-          screen.lines(conversationLines(event.items, screen.style));
+          (list?.deleted !== undefined
+            ? screen.line(`deleted conversation #${list.deleted}`)
+            : "") +
+          screen.lines(
+            conversationLines(event.items, screen.style, list?.current ?? null),
+          );
       case "results":
         return turn.endSection() +
           screen.lines(resultLines(event.items, screen.style, screen.colors));
@@ -181,11 +195,18 @@ export class Renderer {
     return this.#turn.user(text, replaces);
   }
 
-  /** Text shown as it is (an export), control characters removed, on lines of its own. */
+  /** Text shown as it is (an export), control characters removed, on lines of its own; on a terminal its prose wraps between words at a readable width, and its code blocks at the screen's. */
   block(text: string): string {
-    const body = sanitize(text);
+    const body = sanitize(text).replace(/\n$/, "");
+    const width = this.#screen.width;
+    let fenced = false;
+    const lines = body.split("\n").flatMap((line) => {
+      if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+      if (width === Infinity) return [line];
+      return wrapLine(line, fenced ? width : Math.min(width, READABLE_COLUMNS));
+    });
     return this.#turn.endSection() +
-      this.#screen.write(body.endsWith("\n") ? body : `${body}\n`);
+      this.#screen.write(`${lines.join("\n")}\n`);
   }
 
   /** A line in red. */

@@ -1,18 +1,22 @@
 /**
- * One chat on one connection: pairs the daemon's answers with the commands
- * sent (each carries a ref of its own), draws events through the renderer,
- * and keeps the prompt on screen exactly while a new line can be taken
- * (idle, nothing awaited).
+ * One chat: pairs the daemon's answers with the commands sent (each carries
+ * a ref of its own), draws events through the renderer, and keeps the
+ * prompt on screen exactly while a new line can be taken (idle, nothing
+ * awaited). Lines typed meanwhile wait their turn; a daemon that goes away
+ * is waited for when the chat reconnects (chat.ts), on a new connection.
  */
 import type { ListContext, Renderer } from "./chat_render.ts";
-import { runSlash, type Waiting } from "./chat_commands.ts";
-import { exported, type WriteFile, writeNewFile } from "./chat_export.ts";
+import { type ActionHost, type Awaiting, ChatActions } from "./chat_actions.ts";
+import { type WriteFile, writeNewFile } from "./chat_export.ts";
 import { type DaemonClient, START_HINT } from "./client.ts";
 import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
-import type { Command, Event, Ref } from "../protocol/protocol.ts";
+import type { Command, Event } from "../protocol/protocol.ts";
 import { ChatState, exportedSummary } from "./chat_state.ts";
 import { USAGE_EXIT } from "../base/command_line.ts";
+import { AttachQueue } from "./chat_attach.ts";
+import type { FileSource } from "./attachments.ts";
+import type { InputLog } from "./chat_history.ts";
 
 /** Exit codes of `chat`. */
 export const CHAT_EXIT = Object.freeze({
@@ -22,8 +26,6 @@ export const CHAT_EXIT = Object.freeze({
   usage: USAGE_EXIT,
   interrupted: 130,
 });
-
-type Awaiting = Waiting & { ref: Ref };
 
 /** What a {@link ChatSession} draws with and talks to. */
 export interface ChatSessionOptions {
@@ -44,44 +46,49 @@ export interface ChatSessionOptions {
   exportDir?: string | null;
   /** Writes an export; default a new file (never over an existing one). */
   writeFile?: WriteFile;
+  /** Where `/attach` finds files; default this process's working directory. */
+  files?: FileSource;
+  /** Keeps typed lines for the next run; absent, they last this run only. */
+  inputLog?: InputLog | null;
+  /** Wait for a daemon that goes away (see {@link ChatSession.reconnected}) instead of ending. */
+  reconnects?: boolean;
 }
 
-/** One chat on one connection: what is shown, what is awaited, when the prompt is back. */
+/** One chat: what is shown, what is awaited, when the prompt is back. */
 export class ChatSession {
-  readonly #shared: ChatState;
+  #client: DaemonClient;
+  #shared: ChatState;
   #awaiting: Awaiting[] = [];
   #promptShown = false;
   #ended = false;
+  #connected = true;
   /** The line holds a question being edited: Enter sends `edit`. */
   #editing = false;
+  /** Lines entered while a reply streamed, run in order once it ends. */
+  #typedAhead: string[] = [];
   #ready = Promise.withResolvers<void>();
   readonly #exit = Promise.withResolvers<number>();
+  readonly #attached: AttachQueue;
+  readonly #actions: ChatActions;
+  readonly #options: ChatSessionOptions;
 
-  readonly client: DaemonClient;
   readonly renderer: Renderer;
   readonly editor: LineEditor | null;
-  readonly out: (text: string) => void;
-  readonly err: (text: string) => void;
-  readonly prompt: string;
-  readonly columns: () => number;
-  readonly exportDir: string | null;
-  readonly writeFile: WriteFile;
 
   /** Draws the greeting (and the prompt, when ready). */
   constructor(options: ChatSessionOptions) {
-    ({
-      client: this.client,
-      renderer: this.renderer,
-      editor: this.editor,
-      out: this.out,
-      err: this.err,
-      prompt: this.prompt,
-      columns: this.columns,
-    } = options);
-    this.exportDir = options.exportDir ?? null;
-    this.writeFile = options.writeFile ?? writeNewFile;
-    this.#shared = new ChatState(this.client.hello);
-    this.#print(this.renderer.hello(this.client.hello));
+    this.#options = options;
+    ({ client: this.#client, renderer: this.renderer, editor: this.editor } =
+      options);
+    this.#attached = new AttachQueue(
+      options.files ?? { cwd: null, home: null },
+    );
+    this.#actions = new ChatActions(this.#host(), {
+      dir: options.exportDir ?? null,
+      writeFile: options.writeFile ?? writeNewFile,
+    });
+    this.#shared = new ChatState(this.#client.hello);
+    this.#print(this.renderer.hello(this.#client.hello));
     this.#refresh();
   }
 
@@ -95,24 +102,22 @@ export class ChatSession {
     return this.#ended;
   }
 
-  /** True when a new line can be taken: idle with nothing awaited, or a call waits for this session's answer. */
+  /** True when a new line can be taken: idle with nothing awaited, or a question waits for this session's answer. */
   get ready(): boolean {
-    return this.#idle || this.#asking;
+    return this.#idle || this.asking;
   }
 
   get #idle(): boolean {
-    return !this.#ended && this.#shared.state === "idle" &&
-      this.#awaiting.length === 0;
+    return !this.#ended && this.#connected &&
+      this.#shared.state === "idle" && this.#awaiting.length === 0;
   }
 
-  /** True while a call waits for approval and this session has not answered it. */
+  /** True while a yes-or-no question waits: a call's approval this session has not answered, or a `/delete`. */
   get asking(): boolean {
-    return this.#asking;
-  }
-
-  get #asking(): boolean {
     const waiting = this.#shared.confirm;
-    return !this.#ended && waiting !== null && !waiting.answered;
+    return !this.#ended && this.#connected &&
+      (this.#actions.deleting !== null ||
+        (waiting !== null && !waiting.answered));
   }
 
   /** Resolves once the session is ready (or over). */
@@ -126,20 +131,46 @@ export class ChatSession {
     this.#hidePrompt();
     this.#print(this.renderer.endLine());
     this.#ended = true;
-    if (message !== undefined) this.#safe(() => this.err(`${message}\n`));
+    if (message !== undefined) {
+      this.#safe(() => this.#options.err(`${message}\n`));
+    }
     this.#exit.resolve(code);
     this.#ready.resolve();
   }
 
-  /** The daemon closed the connection (or it failed). */
-  gone(): void {
-    this.finish(CHAT_EXIT.noDaemon, `The daemon went away; ${START_HINT}`);
+  /** The daemon closed this connection (or it failed): the chat waits for it to come back, or ends. */
+  gone(client: DaemonClient = this.#client): void {
+    if (client !== this.#client || !this.#connected || this.#ended) return;
+    if (!this.#options.reconnects) {
+      return this.finish(
+        CHAT_EXIT.noDaemon,
+        `The daemon went away; ${START_HINT}`,
+      );
+    }
+    this.#connected = false;
+    // Nothing sent on that connection will be answered.
+    this.#awaiting = [];
+    this.#actions.deleting = null;
+    this.#print(this.renderer.info(
+      "The daemon went away: waiting for it to come back (Ctrl-C leaves)",
+    ));
+    this.#refresh();
+  }
+
+  /** A new connection after the daemon came back: its greeting shows what is current now. */
+  reconnected(client: DaemonClient): void {
+    if (this.#ended) return;
+    this.#client = client;
+    this.#connected = true;
+    this.#shared = new ChatState(client.hello);
+    this.#print(this.renderer.info("The daemon is back"));
+    this.#print(this.renderer.hello(client.hello));
+    this.#refresh();
   }
 
   /** One event from the daemon: pairs answers with commands by ref, draws, refreshes the prompt. */
   onEvent(event: Event): void {
     if (this.#ended) return;
-    let list: ListContext = null;
     const mine = "ref" in event && event.ref !== undefined
       ? this.#awaiting.find((item) => item.ref === event.ref)
       : undefined;
@@ -149,27 +180,30 @@ export class ChatSession {
       this.#awaiting.splice(this.#awaiting.indexOf(mine), 1);
     }
     const asked = this.#shared.confirm;
+    const shown = this.#shared.id;
     this.#shared.apply(event);
+    let list: ListContext = null;
+    let text: string | null = null;
     switch (event.type) {
       case "conversations":
-        if (mine?.kind === "delete") list = { deleted: mine.id };
+        list = {
+          current: shown,
+          ...(mine?.kind === "delete" ? { deleted: mine.id } : {}),
+        };
         break;
       case "export":
-        if (mine?.kind === "export") this.#exported(event, mine);
+        if (mine?.kind === "export") this.#actions.exported(event, mine);
         if (mine?.kind === "summary") {
           const summary = exportedSummary(event.text);
           if (this.#shared.id === event.id) this.#shared.summary = summary;
-          this.#print(this.renderer.summary(summary));
-          this.#refresh();
-          return;
+          text = this.renderer.summary(summary);
         }
         break;
       case "summary":
-        if (this.#shared.isCurrent(event.id)) {
-          this.#print(this.renderer.summaryMade(event));
-        }
-        this.#refresh();
-        return;
+        text = this.#shared.isCurrent(event.id)
+          ? this.renderer.summaryMade(event)
+          : "";
+        break;
       case "listening":
         // An answer without a ref still ends the wait for one.
         if (event.ref === undefined) {
@@ -179,55 +213,30 @@ export class ChatSession {
         break;
       case "error":
         // Another client answered that call first: its answer stands.
-        if (event.turn !== true && event.code === "no_such_call") {
-          this.#refresh();
-          return;
-        }
+        if (event.turn !== true && event.code === "no_such_call") text = "";
         break;
       case "confirm":
-        this.#print(this.renderer.confirm(event));
-        this.#refresh();
-        return;
+        text = this.renderer.confirm(event);
+        break;
       case "approved":
-        if (asked?.call === event.call) {
-          this.#print(this.renderer.approved(event.allow, asked.answered));
-        }
-        this.#refresh();
-        return;
+        text = asked?.call === event.call
+          ? this.renderer.approved(event.allow, asked.answered)
+          : "";
+        break;
     }
-    this.#print(this.renderer.event(event, list));
+    this.#print(text ?? this.renderer.event(event, list));
     this.#refresh();
-  }
-
-  /** Shows an export of ours, or writes it to its file. */
-  #exported(
-    event: Extract<Event, { type: "export" }>,
-    item: Awaiting & { kind: "export" },
-  ): void {
-    const done = (text: string) => {
-      this.#print(text);
-      this.#awaiting.splice(this.#awaiting.indexOf(item), 1);
-      this.#refresh();
-    };
-    const shown = exported(this.renderer, event, item.file, {
-      dir: this.exportDir,
-      writeFile: this.writeFile,
-    });
-    if (typeof shown === "string") done(shown);
-    else shown.then(done);
   }
 
   /** A key from the raw-mode terminal. */
   onKey(key: Key): void {
     if (this.#ended || !this.editor) return;
-    if (this.#asking) {
-      this.#answerKey(key);
-      return;
-    }
-    if (key.name === "enter" && !this.ready) {
-      // Lines are taken one at a time: the reply in flight comes first.
-      this.#safe(() => this.out("\x07"));
-      return;
+    if (this.asking) {
+      if (key.name === "interrupt") return this.interrupt();
+      if (!this.#actions.answerKey(key)) {
+        this.#safe(() => this.#options.out("\x07"));
+      }
+      return this.#refresh();
     }
     const edit = this.editor.apply(key);
     switch (edit.kind) {
@@ -236,48 +245,32 @@ export class ChatSession {
         if (this.#promptShown) this.#drawPrompt();
         return;
       case "submit":
-        this.submit(edit.line);
-        return;
+        this.#remember(edit.line);
+        // Typed while a reply streams: the line waits for its turn.
+        if (!this.ready) {
+          if (edit.line.trim() !== "") this.#typedAhead.push(edit.line);
+          return;
+        }
+        return this.submit(edit.line);
       case "interrupt":
-        this.interrupt();
-        return;
+        return this.interrupt();
       case "eof":
-        this.finish(CHAT_EXIT.ok);
-        return;
-      case "unchanged":
-        return;
+        return this.finish(CHAT_EXIT.ok);
     }
   }
 
-  /** y allows, n, Enter and Ctrl-D decline, Ctrl-C stops the reply. */
-  #answerKey(key: Key): void {
-    if (key.name === "interrupt") return this.interrupt();
-    if (key.name === "text" && /^[yY]$/.test(key.text)) {
-      return this.#answer(true);
-    }
-    if (
-      key.name === "enter" || key.name === "eof" ||
-      (key.name === "text" && /^[nN]$/.test(key.text))
-    ) {
-      return this.#answer(false);
-    }
-    this.#safe(() => this.out("\x07"));
+  /** A line for the next run's history, unless the conversation lives in memory only. */
+  #remember(line: string): void {
+    if (line.trim() === "" || this.#shared.private) return;
+    this.#options.inputLog?.add(line);
   }
 
-  #answer(allow: boolean): void {
-    const waiting = this.#shared.confirm;
-    if (!waiting || waiting.answered) return;
-    waiting.answered = true;
-    this.#send({ type: "approve", call: waiting.call, allow });
-    this.#refresh();
-  }
-
-  /** Ctrl-C: stops the reply in flight, cancels an edit, or leaves at the prompt. */
+  /** Ctrl-C: stops the reply in flight, cancels an edit, or leaves at the prompt (and while the daemon is away). */
   interrupt(): void {
     if (this.#ended) return;
     const replying = this.#shared.state !== "idle" ||
       this.#awaiting.some((item) => item.kind === "turn");
-    if (replying) {
+    if (replying && this.#connected) {
       this.#send({ type: "stop" });
     } else if (this.#editing) {
       this.#editing = false;
@@ -291,69 +284,72 @@ export class ChatSession {
   /** Runs one line: a /command or a question. */
   submit(line: string): void {
     const text = line.trim();
-    if (this.#asking) {
-      // Piped input: the line answers the waiting call.
-      this.#answer(/^y(es)?$/i.test(text));
-      return;
+    if (this.asking) {
+      // Piped input: the line answers the question.
+      this.#actions.answer(/^y(es)?$/i.test(text));
+      return this.#refresh();
     }
     const command = text.startsWith("/") && !text.startsWith("//");
     const editing = this.#editing;
     this.#editing = false;
     if (this.#promptShown) {
       // A command stays on screen as typed; a question comes back as `user`.
-      if (command) this.#safe(() => this.out("\r\n"));
-      else this.#safe(() => this.out("\r\x1b[K"));
+      this.#safe(() => this.#options.out(command ? "\r\n" : "\r\x1b[K"));
       this.#promptShown = false;
     } else if (command) {
       this.#print(this.renderer.user(text));
     }
     if (text === "") {
       if (editing) this.#print(this.renderer.info("edit cancelled"));
-      this.#refresh();
-      return;
+      return this.#refresh();
     }
     const question = text.startsWith("//") ? text.slice(1) : text;
-    if (command) this.#command(text);
-    else if (editing) this.#turn({ type: "edit", text: question });
-    else this.#turn({ type: "ask", text: question });
+    if (command) this.#actions.command(text);
+    else this.#actions.ask(editing ? "edit" : "ask", question);
     this.#refresh();
   }
 
-  /** Sends a command that starts a turn: its `user` echo, or its error, ends the wait. */
-  #turn(command: Command): void {
-    this.#request({ kind: "turn" }, command);
-  }
-
-  /** Sends a command with a fresh ref and waits for its answer. */
-  #request(wait: Waiting, command: Command): void {
-    const ref = this.client.nextRef();
-    this.#awaiting.push({ ...wait, ref });
-    this.#send({ ...command, ref });
-  }
-
-  #command(text: string): void {
-    runSlash(text, {
+  /** The session's means, as the actions use them. */
+  #host(): ActionHost {
+    // deno-lint-ignore no-this-alias
+    const session = this;
+    return {
       renderer: this.renderer,
-      print: (out) => this.#print(out),
-      request: (wait, command) => this.#request(wait, command),
-      shared: this.#shared,
-      canEdit: this.editor !== null,
-      edit: (line) => {
-        this.editor?.set(line);
-        this.#editing = true;
+      editor: this.editor,
+      get shared() {
+        return session.#shared;
       },
+      get client() {
+        return session.#client;
+      },
+      attached: this.#attached,
+      print: (text) => this.#print(text),
+      send: (command) => this.#send(command),
+      wait: (item) => this.#awaiting.push(item),
+      waited: (item) => {
+        const at = this.#awaiting.indexOf(item);
+        if (at !== -1) this.#awaiting.splice(at, 1);
+        this.#refresh();
+      },
+      setEditing: (on) => this.#editing = on,
       quit: () => this.finish(CHAT_EXIT.ok),
-    });
+    };
   }
 
   #send(command: Command): void {
-    this.client.send(command).catch(() => this.gone());
+    const client = this.#client;
+    client.send(command).catch(() => this.gone(client));
   }
 
-  /** Shows the prompt when ready, hides it when not, and wakes line readers. */
+  /** Shows the prompt when ready, hides it when not, runs a line typed ahead, and wakes line readers. */
   #refresh(): void {
+    // A question waiting for y or n takes keys, not the prompt's lines.
+    const free = this.#idle && !this.asking;
+    if (free && this.#typedAhead.length > 0) {
+      return this.submit(this.#typedAhead.shift()!);
+    }
     if (this.ready) {
-      if (this.editor && !this.#promptShown && this.#idle) this.#drawPrompt();
+      if (this.editor && !this.#promptShown && free) this.#drawPrompt();
       const ready = this.#ready;
       this.#ready = Promise.withResolvers<void>();
       ready.resolve();
@@ -364,24 +360,28 @@ export class ChatSession {
 
   #drawPrompt(): void {
     if (!this.editor) return;
-    const tags = [...this.#shared.tags(), ...(this.#editing ? ["edit"] : [])];
-    const prompt = tags.join(" ") + this.prompt;
+    const tags = [
+      ...this.#shared.tags(),
+      ...(this.#attached.tag === null ? [] : [this.#attached.tag]),
+      ...(this.#editing ? ["edit"] : []),
+    ];
+    const prompt = tags.join(" ") + this.#options.prompt;
     const line = this.renderer.endLine() +
-      this.editor.render(prompt, this.columns());
-    this.#safe(() => this.out(line));
+      this.editor.render(prompt, this.#options.columns());
+    this.#safe(() => this.#options.out(line));
     this.#promptShown = true;
   }
 
   #hidePrompt(): void {
     if (!this.#promptShown) return;
     this.#promptShown = false;
-    this.#safe(() => this.out("\r\x1b[K"));
+    this.#safe(() => this.#options.out("\r\x1b[K"));
   }
 
   #print(text: string): void {
     if (text === "" || this.#ended) return;
     this.#hidePrompt();
-    this.#safe(() => this.out(text));
+    this.#safe(() => this.#options.out(text));
   }
 
   /** A screen that cannot be written to (a closed pipe) ends the session. */

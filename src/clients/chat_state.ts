@@ -29,6 +29,8 @@ export class ChatState {
   listening: boolean;
   /** The call waiting for approval, if one does. */
   confirm: WaitingCall | null = null;
+  /** Conversations' titles as lists and renames last gave them, for `/delete`'s question. */
+  readonly titles: Map<number, string> = new Map();
   /** The question of the turn streaming now in the conversation shown. */
   #turnQuestion: string | null;
 
@@ -92,6 +94,12 @@ export class ChatState {
         break;
       case "listening":
         this.listening = event.on;
+        break;
+      case "conversations":
+        for (const item of event.items) this.titles.set(item.id, item.title);
+        break;
+      case "renamed":
+        this.titles.set(event.id, event.title);
         break;
     }
   }

@@ -3,8 +3,14 @@
  * tool use as a status line, the answer (its Markdown drawn when asked),
  * the question for a call that waits for approval, and how the turn ended.
  */
-import type { ConfirmView, Event, PendingView } from "../protocol/events.ts";
-import { formatArgs, timingsText } from "./chat_lines.ts";
+import type {
+  ConfirmView,
+  Event,
+  FileView,
+  PendingView,
+  TurnView,
+} from "../protocol/events.ts";
+import { filesText, formatArgs, timingsText } from "./chat_lines.ts";
 import type { ChatScreen } from "./chat_screen.ts";
 import { READABLE_COLUMNS, wrapLine } from "./line_wrap.ts";
 import { sanitize, textWidth } from "./terminal_text.ts";
@@ -61,8 +67,8 @@ export class TurnRenderer {
     return this.#markdown;
   }
 
-  /** A question, as the prompt showed it; a retry or an edit says that it replaces the last turn. */
-  user(text: string, replaces = false): string {
+  /** A question, as the prompt showed it, then the files it carries; a retry or an edit says that it replaces the last turn. */
+  user(text: string, replaces = false, files?: readonly FileView[]): string {
     const { style, width } = this.#screen;
     const [first = "", ...rest] = sanitize(text).split("\n");
     const more = rest.map((line) => `\n  ${line}`).join("");
@@ -75,13 +81,17 @@ export class TurnRenderer {
       "  ",
     );
     const body = lines.map((line) => style("bold", line)).join("\n");
-    return this.#screen.line(body + note, "  ");
+    let out = this.#screen.line(body + note, "  ");
+    if (files && files.length > 0) {
+      out += this.#screen.line(style("cyan", filesText(files)), "  ");
+    }
+    return out;
   }
 
   /** A stored turn, as `open` and `hello` show it. */
-  stored(turn: { user: string; reply: string; tools: string[] }): string {
+  stored(turn: TurnView): string {
     const screen = this.#screen;
-    let out = this.user(turn.user);
+    let out = this.user(turn.user, false, turn.files);
     if (turn.tools.length > 0) {
       out += screen.line(
         screen.style("cyan", `[tools] ${turn.tools.map(sanitize).join(", ")}`),
@@ -97,7 +107,7 @@ export class TurnRenderer {
   /** The reply in flight as a newly connected client finds it. */
   pending(pending: PendingView, state: string): string {
     this.#replacing = pending.replaces === true;
-    let out = this.user(pending.user, this.#replacing);
+    let out = this.user(pending.user, this.#replacing, pending.files);
     if (pending.think !== "") out += this.think(pending.think);
     pending.tools.forEach((name, index) => {
       const running = state === "tool" && index === pending.tools.length - 1;
@@ -111,7 +121,8 @@ export class TurnRenderer {
   /** The `user` event: the turn starts. */
   started(event: Extract<Event, { type: "user" }>): string {
     this.#replacing = event.replaces === true;
-    return this.endSection() + this.user(event.text, this.#replacing);
+    return this.endSection() +
+      this.user(event.text, this.#replacing, event.files);
   }
 
   /** A reasoning delta, dimmed. */
@@ -185,10 +196,14 @@ export class TurnRenderer {
 
   /** The question for a call that waits for approval; the answer is typed on the same line. */
   confirm(view: ConfirmView): string {
+    return this.question(
+      `run ${sanitize(view.tool)} ${formatArgs(view.args)}? [y/N] `,
+    );
+  }
+
+  /** A yes-or-no question of chat's own; the answer goes on the same line. */
+  question(question: string): string {
     const screen = this.#screen;
-    const question = `run ${sanitize(view.tool)} ${
-      formatArgs(view.args)
-    }? [y/N] `;
     const lines = wrapLine(question, screen.width, "  ");
     this.#confirmColumn = textWidth(lines.at(-1) ?? "");
     const out = this.endSection() +
@@ -201,12 +216,18 @@ export class TurnRenderer {
 
   /** How an approval ended; `mine` when this client gave the answer. A timeout only ever declines. */
   approved(allow: boolean, mine: boolean): string {
+    return this.answer(
+      mine
+        ? allow ? "allowed" : "declined"
+        : allow
+        ? "allowed (answered elsewhere)"
+        : "declined (answered elsewhere or timed out)",
+    );
+  }
+
+  /** The answer to the question just asked, after it (or under it, where it would not fit). */
+  answer(text: string): string {
     const screen = this.#screen;
-    const text = mine
-      ? allow ? "allowed" : "declined"
-      : allow
-      ? "allowed (answered elsewhere)"
-      : "declined (answered elsewhere or timed out)";
     if (this.#section === "confirm") {
       this.#section = "none";
       // The answer goes after the question, or under it where it would not fit.

@@ -276,7 +276,7 @@ export class DaemonClient implements AsyncDisposable {
 
   /** Sends one command as a JSON line; writes never interleave. AssistantError when the daemon has gone. */
   send(command: Command): Promise<void> {
-    const bytes = encoder.encode(JSON.stringify(command) + "\n");
+    const bytes = encoder.encode(commandLine(command) + "\n");
     const write = this.#writing.then(() => this.#writeAll(bytes));
     this.#writing = write.catch(() => {});
     return write;
@@ -309,6 +309,14 @@ export class DaemonClient implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** A command as its line, without the newline: a file's bytes go in base64, as the protocol carries them. */
+export function commandLine(command: Command): string {
+  return JSON.stringify(
+    command,
+    (_key, value) => value instanceof Uint8Array ? value.toBase64() : value,
+  );
 }
 
 function isDisconnect(error: unknown): boolean {

@@ -21,6 +21,8 @@ export type Edit =
 export interface LineEditorOptions {
   /** Lines kept for up/down; default 500. */
   historySize?: number;
+  /** Lines of earlier runs, oldest first, for up/down. */
+  history?: readonly string[];
 }
 
 /** A one-line editor: cursor movement, deletion, kill commands and a history of submitted lines. */
@@ -36,6 +38,8 @@ export class LineEditor {
   /** Creates an empty editor. */
   constructor(options: LineEditorOptions = {}) {
     this.#historySize = options.historySize ?? 500;
+    this.#history = (options.history ?? []).slice(-this.#historySize);
+    this.#index = this.#history.length;
   }
 
   /** The text being edited. */

@@ -379,7 +379,7 @@ Deno.test("ask exits 1 and says so when another client stops its reply", async (
 });
 
 const ASK_USAGE =
-  'usage: main.ts ask [--think] [--json] [--yes] [--render] ["question"]';
+  'usage: main.ts ask [--think] [--json] [--yes] [--render] [--file PATH]... ["question"]';
 
 Deno.test("ask with no question, as argument or on stdin, says how to give one and exits 64", async () => {
   const written: string[] = [];
@@ -406,6 +406,7 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     json: false,
     yes: false,
     render: false,
+    files: [],
     words: ["why", "not?"],
   });
   assert.deepEqual(parseAskArgs(["--yes", "--", "--json"]), {
@@ -413,6 +414,7 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     json: false,
     yes: true,
     render: false,
+    files: [],
     words: ["--json"],
   });
   assert.deepEqual(parseAskArgs(["--render", "--", "--json"]), {
@@ -420,6 +422,7 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
     json: false,
     yes: false,
     render: true,
+    files: [],
     words: ["--json"],
   });
   assert.throws(() => parseAskArgs(["--loud", "x"]), {
@@ -432,12 +435,20 @@ Deno.test("parseAskArgs reads flags before the question and names an unknown one
   assert.throws(() => parseAskArgs(["--json=no"]), {
     message: `--json takes no value: ${ASK_USAGE}`,
   });
+  assert.deepEqual(
+    parseAskArgs(["--file", "a.txt", "--file=b c.png", "what?"]).files,
+    ["a.txt", "b c.png"],
+  );
+  assert.throws(() => parseAskArgs(["--file"]), {
+    message: `--file needs a path: ${ASK_USAGE}`,
+  });
   // Flags anywhere before `--`; a lone `-` is a word.
   assert.deepEqual(parseAskArgs(["why", "--json", "-"]), {
     think: false,
     json: true,
     yes: false,
     render: false,
+    files: [],
     words: ["why", "-"],
   });
 });

@@ -150,7 +150,10 @@ Deno.test("/export says why a file cannot be written", async () => {
   for (
     const [error, message] of [
       [new Deno.errors.AlreadyExists("x"), /already exists: give another/],
-      [new Deno.errors.NotCapable("x"), /start it with --export-dir DIR/],
+      [
+        new Deno.errors.NotCapable("x"),
+        /start it with deno task chat, which lets it write in its export folder, or run deno task -q export 1 > file/,
+      ],
     ] as const
   ) {
     const { chat, screen } = session({
@@ -179,11 +182,18 @@ Deno.test("each /command reads into what it sends, or how it is typed", () => {
     kind: "usage",
     text: "usage: /list [N]",
   });
-  assert.deepEqual(parseSlash("/delete 7"), {
-    kind: "request",
-    wait: { kind: "delete", id: 7 },
-    command: { type: "delete", id: 7 },
+  // Deleting asks first.
+  assert.deepEqual(parseSlash("/delete 7"), { kind: "delete", id: 7 });
+  assert.deepEqual(parseSlash(`/attach a.txt "my notes.md" b\\ c.png`), {
+    kind: "attach",
+    paths: ["a.txt", "my notes.md", "b c.png"],
   });
+  assert.deepEqual(parseSlash("/attach"), { kind: "attach", paths: [] });
+  assert.deepEqual(parseSlash(`/attach "open`), {
+    kind: "usage",
+    text: "usage: /attach PATH… (a quote is not closed)",
+  });
+  assert.deepEqual(parseSlash("/detach"), { kind: "detach" });
   assert.deepEqual(parseSlash("/export 2 Trip.JSON"), {
     kind: "request",
     wait: { kind: "export", file: "Trip.JSON" },
@@ -253,5 +263,22 @@ Deno.test("/summary of a conversation with no turn, or a private one not yet sum
   assert.match(
     secret.screen(),
     /summary of the 3 earlier turns:\nKept here\.\n/,
+  );
+});
+
+Deno.test("/help names /attach, /detach, what /delete and /list do now, and what becomes of lines typed during a reply", () => {
+  const text = helpLines(100).map((line) => line.text).join("\n");
+  assert.match(text, /^\/attach \[PATH…\] +send files with the next question/m);
+  assert.match(text, /^\/detach +drop the attached files/m);
+  assert.match(text, /^\/delete N +delete conversation N \(after a y\)/m);
+  assert.match(text, /^\/list \[N\] .*\* marks the one shown/m);
+  assert.match(text, /^\/export N \[file\] .*in the export folder/m);
+  assert.match(
+    text,
+    /Lines typed while a reply streams wait: each Enter queues one/,
+  );
+  assert.match(
+    text,
+    /When the daemon goes away chat waits for it to come back/,
   );
 });

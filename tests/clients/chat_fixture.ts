@@ -2,6 +2,8 @@
 import { Renderer } from "../../src/clients/chat_render.ts";
 import { ChatSession } from "../../src/clients/chat_session.ts";
 import type { WriteFile } from "../../src/clients/chat_export.ts";
+import type { FileSource } from "../../src/clients/attachments.ts";
+import type { InputLog } from "../../src/clients/chat_history.ts";
 import type { DaemonClient, HelloEvent } from "../../src/clients/client.ts";
 import { LineEditor } from "../../src/clients/line_editor.ts";
 import type { Command, TurnView } from "../../src/protocol/protocol.ts";
@@ -17,6 +19,10 @@ export interface Options {
   colors?: boolean;
   writeFile?: WriteFile;
   exportDir?: string;
+  /** Where `/attach` reads files. */
+  files?: FileSource;
+  /** Keeps typed lines for the next run. */
+  inputLog?: InputLog;
 }
 
 /** A session over a stand-in connection that records what it sends and shows. */
@@ -57,6 +63,8 @@ export function session(options: Options = {}) {
     columns: () => 80,
     ...(options.writeFile ? { writeFile: options.writeFile } : {}),
     ...(options.exportDir ? { exportDir: options.exportDir } : {}),
+    ...(options.files ? { files: options.files } : {}),
+    ...(options.inputLog ? { inputLog: options.inputLog } : {}),
   });
   return { chat, sent, editor, screen: () => screen };
 }

@@ -28,6 +28,7 @@ import {
 } from "../support/fake_llm.ts";
 import { runs, weatherTools } from "../support/weather_tool.ts";
 import { Screen } from "../support/screen.ts";
+import { terminalClientFlags } from "../../src/launch/client_flags.ts";
 
 type Chats = { messages: { role: string; content: string }[] };
 
@@ -86,7 +87,8 @@ Deno.test("piped chat: a question streams its answer, /search and /open show res
       "Two.",
       "",
       "> /list",
-      "    #2  <date>  Second question",
+      // The conversation shown is marked.
+      "*   #2  <date>  Second question",
       "    #1  <date>  What is the capital of France?",
       "> /open 99",
       "error: no such conversation",
@@ -340,15 +342,16 @@ const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
 Deno.test({
   name:
-    `deno task chat runs the client alone with exactly the socket's grants; Ctrl-C stops a reply, Ctrl-D exits 0${PTY_SKIP}`,
+    `deno task chat runs the client alone with exactly its derived grants; Ctrl-C stops a reply, Ctrl-D exits 0${PTY_SKIP}`,
   ignore: !hasScript,
   async fn() {
     await using llm = await FakeLlm.start();
     llm.enqueue(reply({ content: ["Launched."] }), hold(["Once upon "]));
     await using daemon = await startDaemon(llm.url);
+    const env = clientEnv(daemon.paths.runtimeDir);
     await using chat = ClientProcess.spawn(
       ["task", "--quiet", "--config", DENO_JSON, "chat"],
-      { env: clientEnv(daemon.paths.runtimeDir), pty: true },
+      { env, pty: true },
     );
     let at = await chat.waitFor(/> \r/);
     const task = descendants(chat.child.pid).filter((pid) =>
@@ -362,7 +365,11 @@ Deno.test({
       "run",
       "--quiet",
       "--no-prompt",
-      ...clientFlags(daemon.paths.socketPath),
+      ...terminalClientFlags(
+        "chat",
+        daemon.paths.socketPath,
+        (name) => env[name],
+      ),
       "main.ts",
       "chat",
     ]);
@@ -500,7 +507,7 @@ Deno.test("piped chat: /retry, /edit, /rename, /export and /private", async () =
     "> /rename 1 Trip",
     '#1 is now called "Trip"',
     "> /list",
-    "    #1  <date>  Trip",
+    "*   #1  <date>  Trip",
     "> /export 1",
     "# Trip",
     "",
@@ -561,7 +568,7 @@ Deno.test("piped chat: /export to a file without a write grant says how to get o
   assert.equal(result.code, 0);
   assert.match(
     untimed(result.stdout),
-    /error: chat may not write .*out\.md: start it with --export-dir DIR/,
+    /error: chat may not write .*out\.md: start it with deno task chat, which lets it write in its export folder, or run deno task -q export 1 > file/,
   );
   assert.equal(await Deno.stat(target).then(() => true, () => false), false);
 });

@@ -1,0 +1,176 @@
+/**
+ * What a line typed in chat does once it is run: a question goes with the
+ * files attached (unless it cannot fit its line), a `/command` is carried
+ * out, and a yes-or-no question (a call's approval, a `/delete`) is
+ * answered. The session decides when a line runs; this decides what it does.
+ */
+import type { Renderer } from "./chat_render.ts";
+import { runSlash, type Waiting } from "./chat_commands.ts";
+import type { DaemonClient } from "./client.ts";
+import type { LineEditor } from "./line_editor.ts";
+import type { Key } from "./key_stream.ts";
+import type { Command, Event, Ref } from "../protocol/protocol.ts";
+import { exported, type ExportPlace } from "./chat_export.ts";
+import type { ChatState } from "./chat_state.ts";
+import type { AttachQueue } from "./chat_attach.ts";
+import { asAttachments, AttachError, checkLine } from "./attachments.ts";
+import { oneLine } from "./chat_lines.ts";
+
+/** A command sent, or work under way, that the prompt waits for. */
+export type Awaiting = Waiting & { ref: Ref };
+
+/** What the actions need of the session. */
+export interface ActionHost {
+  readonly renderer: Renderer;
+  readonly editor: LineEditor | null;
+  readonly shared: ChatState;
+  readonly client: DaemonClient;
+  readonly attached: AttachQueue;
+  /** Shows text above the prompt. */
+  print(text: string): void;
+  /** Sends a command on the connection. */
+  send(command: Command): void;
+  /** Starts waiting for an answer (or for work under way). */
+  wait(item: Awaiting): void;
+  /** Ends that wait, and shows the prompt when ready. */
+  waited(item: Awaiting): void;
+  /** Marks the line as a question being edited: Enter sends `edit`. */
+  setEditing(on: boolean): void;
+  /** Ends the chat. */
+  quit(): void;
+}
+
+/** Carries out the lines a session runs. */
+export class ChatActions {
+  /** The conversation a `/delete` asks about, while it asks. */
+  deleting: number | null = null;
+  readonly #host: ActionHost;
+  readonly #exports: ExportPlace;
+
+  /** Actions on the session's means; exports written to files go as `exports` says. */
+  constructor(host: ActionHost, exports: ExportPlace) {
+    this.#host = host;
+    this.#exports = exports;
+  }
+
+  /** An export of ours: shown, or written to its file; the wait for it ends then. */
+  exported(
+    event: Extract<Event, { type: "export" }>,
+    item: Awaiting & { kind: "export" },
+  ): void {
+    const host = this.#host;
+    const done = (text: string) => {
+      host.print(text);
+      host.waited(item);
+    };
+    const shown = exported(host.renderer, event, item.file, this.#exports);
+    if (typeof shown === "string") done(shown);
+    else shown.then(done);
+  }
+
+  /** Sends a question with the files attached, unless it cannot fit its line: then nothing goes, and it stays on the line to change. */
+  ask(type: "ask" | "edit", text: string): void {
+    const host = this.#host;
+    const files = host.attached.take();
+    const ref = host.client.nextRef();
+    const command: Command = {
+      type,
+      text,
+      ref,
+      ...(files.length > 0 ? { files: asAttachments(files) } : {}),
+    };
+    try {
+      checkLine(command, files);
+    } catch (error) {
+      if (!(error instanceof AttachError)) throw error;
+      host.attached.restore(files);
+      host.print(host.renderer.error(`not sent: ${error.message}`));
+      host.editor?.set(text);
+      host.setEditing(type === "edit");
+      return;
+    }
+    host.wait({ kind: "turn", ref });
+    host.send(command);
+  }
+
+  /** Sends a command with a fresh ref and waits for its answer. */
+  request(wait: Waiting, command: Command): void {
+    const ref = this.#host.client.nextRef();
+    this.#host.wait({ ...wait, ref });
+    this.#host.send({ ...command, ref });
+  }
+
+  /** Carries out a line that starts with one `/`. */
+  command(text: string): void {
+    const host = this.#host;
+    const { renderer } = host;
+    runSlash(text, {
+      renderer,
+      print: (out) => host.print(out),
+      request: (wait, command) => {
+        // An edit is a question: the files attached go with it.
+        if (command.type === "edit") this.ask("edit", command.text);
+        else this.request(wait, command);
+      },
+      shared: host.shared,
+      canEdit: host.editor !== null,
+      edit: (line) => {
+        host.editor?.set(line);
+        host.setEditing(true);
+      },
+      attach: (paths) => this.#attach(paths),
+      detach: () => host.print(renderer.info(host.attached.clear())),
+      confirmDelete: (id) => {
+        const title = host.shared.titles.get(id);
+        this.deleting = id;
+        host.print(renderer.question(
+          `delete conversation #${id}${
+            title === undefined ? "" : ` "${oneLine(title)}"`
+          }? [y/N] `,
+        ));
+      },
+      quit: () => host.quit(),
+    });
+  }
+
+  /** A key while a question asks: y says yes; n, Enter and Ctrl-D say no; false for any other key. */
+  answerKey(key: Key): boolean {
+    const yes = key.name === "text" && /^[yY]$/.test(key.text);
+    const no = key.name === "enter" || key.name === "eof" ||
+      (key.name === "text" && /^[nN]$/.test(key.text));
+    if (yes || no) this.answer(yes);
+    return yes || no;
+  }
+
+  /** The answer to the question asking: a `/delete`'s, else a call's approval. */
+  answer(yes: boolean): void {
+    const host = this.#host;
+    const id = this.deleting;
+    if (id !== null) {
+      this.deleting = null;
+      host.print(host.renderer.answer(yes ? "yes" : `no: #${id} stays`));
+      if (yes) this.request({ kind: "delete", id }, { type: "delete", id });
+      return;
+    }
+    const waiting = host.shared.confirm;
+    if (!waiting || waiting.answered) return;
+    waiting.answered = true;
+    host.send({ type: "approve", call: waiting.call, allow: yes });
+  }
+
+  /** `/attach`: reads the files (the prompt waits meanwhile), or lists those waiting. */
+  #attach(paths: string[]): void {
+    const host = this.#host;
+    const { renderer } = host;
+    if (paths.length === 0) {
+      return host.print(renderer.info(host.attached.list()));
+    }
+    const wait: Awaiting = { kind: "attach", ref: host.client.nextRef() };
+    host.wait(wait);
+    host.attached.add(paths).then(({ done, refused }) => {
+      if (done.length > 0) host.print(renderer.info(done.join("\n")));
+      for (const line of refused) host.print(renderer.error(line));
+      host.waited(wait);
+    });
+  }
+}
