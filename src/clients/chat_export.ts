@@ -54,11 +54,15 @@ export function exported(
   file: string | null,
   options: ExportPlace,
 ): string | Promise<string> {
-  if (file === null) return renderer.block(event.text);
+  // Only a conversation's export (with its id) is ever written to a file.
+  if (file === null || event.id === undefined) {
+    return renderer.block(event.text);
+  }
+  const id = event.id;
   const { dir, writeFile } = options;
   const path = exportPath(file, dir);
   return writeFile(path, event.text).then(
-    () => renderer.info(`wrote #${event.id} to ${path}`),
-    (error) => renderer.error(writeProblem(path, error, dir, event.id)),
+    () => renderer.info(`wrote #${id} to ${path}`),
+    (error) => renderer.error(writeProblem(path, error, dir, id)),
   );
 }
