@@ -14,7 +14,7 @@ import {
   resolvePaths,
   runtimeDirIsSet,
 } from "../base/paths.ts";
-import { formatLine } from "./check.ts";
+import { configLines, formatLine } from "./check.ts";
 import { AssistantError } from "../base/errors.ts";
 import { log, setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
@@ -304,14 +304,16 @@ export async function launch(args: string[]): Promise<number> {
         derived = await deriveDaemonFlags();
       } catch (error) {
         // The check's own report format, so a broken config reads the same.
-        const subject = error instanceof SyntaxError ||
-            error instanceof TypeError
-          ? "config"
-          : "launch";
-        const message = error instanceof Error ? error.message : String(error);
+        const lines = configLines(error) ?? [{
+          status: "fail",
+          subject: error instanceof SyntaxError || error instanceof TypeError
+            ? "config"
+            : "launch",
+          message: error instanceof Error ? error.message : String(error),
+        }];
         await writeAll(
           Deno.stdout,
-          formatLine({ status: "fail", subject, message }) + "\n",
+          lines.map((line) => formatLine(line) + "\n").join(""),
         );
         return 1;
       }

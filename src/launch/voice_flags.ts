@@ -6,7 +6,7 @@
  * and nothing stays resident beside `deno task`.
  */
 import { MAIN_MODULE } from "./launch.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { failureText, printTaskCommand, taskCommand } from "./task_command.ts";
 import { readCommandLine } from "../base/command_line.ts";
 import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
@@ -79,10 +79,9 @@ export async function printVoiceFlags(args: string[]): Promise<number> {
   try {
     ({ flags } = await voiceGrants());
   } catch (error) {
-    const known = error instanceof AssistantError ||
-      error instanceof SyntaxError || error instanceof TypeError;
-    if (!known) throw error;
-    await writeAll(Deno.stderr, `${error.message}\n`);
+    const reason = failureText(error);
+    if (reason === null) throw error;
+    await writeAll(Deno.stderr, reason);
     return 1;
   }
   await writeAll(Deno.stdout, flags.map((flag) => `${flag}\n`).join(""));

@@ -8,11 +8,10 @@
 import { loadConfig } from "../base/config.ts";
 import { MAIN_MODULE } from "./launch.ts";
 import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
-import { AssistantError } from "../base/errors.ts";
 import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 import { parseWebArgs, webFlags } from "../web/web.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { failureText, printTaskCommand, taskCommand } from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 const USAGE = "usage: main.ts web-flags [--task] [--port N]";
@@ -89,10 +88,9 @@ export async function printWebFlags(args: string[]): Promise<number> {
   try {
     ({ flags } = await webGrants(port));
   } catch (error) {
-    const known = error instanceof AssistantError ||
-      error instanceof SyntaxError || error instanceof TypeError;
-    if (!known) throw error;
-    await writeAll(Deno.stderr, `${error.message}\n`);
+    const reason = failureText(error);
+    if (reason === null) throw error;
+    await writeAll(Deno.stderr, reason);
     return 1;
   }
   await writeAll(Deno.stdout, flags.map((flag) => `${flag}\n`).join(""));

@@ -582,6 +582,26 @@ Deno.test("a TOML syntax error, a wrong type and a URL with credentials each sto
   }
 });
 
+Deno.test("deno task start with several config problems prints each, then the warnings, and starts nothing", async () => {
+  await using home = await makeHome(
+    [
+      `llm_url = "http://127.0.0.1:8123"`,
+      "histroy_turns = 4",
+      "[request]",
+      `max_tokens = "60"`,
+      "top_p = 2",
+    ].join("\n"),
+  );
+  const launched = await deno(["task", "--quiet", "start"], home.env, ROOT);
+  assert.equal(launched.code, 1);
+  assert.deepEqual(launched.stderr.trimEnd().split("\n"), [
+    `${home.configFile}:4: key "request.max_tokens" must be an integer of tokens, or -1 for no limit, got string "60"`,
+    `${home.configFile}:5: key "request.top_p" must be a number from 0 to 1, got number 2`,
+    `warning: unknown key "histroy_turns" in ${home.configFile}: did you mean "history_turns"?`,
+  ]);
+  assert.equal(await exists(home.socket), false, "never listened");
+});
+
 Deno.test("shellQuote: bash reads back every word exactly", async () => {
   const words = [
     "--allow-read=/plain/path",
