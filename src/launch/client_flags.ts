@@ -11,7 +11,7 @@ import { AssistantError } from "../base/errors.ts";
 import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 import { clientFlags } from "../clients/client.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { LOCKED, printTaskCommand, taskCommand } from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 const USAGE = "usage: main.ts client-flags [--task] chat|ask";
@@ -53,7 +53,15 @@ export async function printClientFlags(args: string[]): Promise<number> {
       words: () => {
         const grants = clientGrants();
         return taskCommand(
-          ["run", "--quiet", "--no-prompt", ...grants.flags, "main.ts", client],
+          [
+            "run",
+            ...LOCKED,
+            "--quiet",
+            "--no-prompt",
+            ...grants.flags,
+            "main.ts",
+            client,
+          ],
           grants.runtimeDir,
         );
       },

@@ -24,7 +24,7 @@ import { loadTools, type SkippedTool } from "../tools/load.ts";
 import { processPath } from "../tools/executable.ts";
 import { mcpExecutables } from "../tools/mcp_plan.ts";
 import { converterExecutables } from "../tools/convert.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { LOCKED, printTaskCommand, taskCommand } from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 /** The command line's entry point: what the launched process runs. */
@@ -144,7 +144,7 @@ export async function printFlags(args: string[]): Promise<number> {
       words: async () => {
         const { paths, flags } = await deriveDaemonFlags();
         return taskCommand(
-          ["run", "--no-prompt", ...flags, "main.ts", "serve"],
+          ["run", ...LOCKED, "--no-prompt", ...flags, "main.ts", "serve"],
           paths.runtimeDir,
         );
       },
@@ -276,6 +276,7 @@ async function compile(args: string[]): Promise<number> {
     denoExecutable(),
     [
       "compile",
+      ...LOCKED,
       "--no-prompt",
       ...flags,
       "--include",
@@ -320,7 +321,15 @@ export async function launch(args: string[]): Promise<number> {
       log.info("launching", { command, flags: derived.flags.length });
       return await runForwarding(
         denoExecutable(),
-        ["run", "--no-prompt", ...derived.flags, MAIN_MODULE, command, ...rest],
+        [
+          "run",
+          ...LOCKED,
+          "--no-prompt",
+          ...derived.flags,
+          MAIN_MODULE,
+          command,
+          ...rest,
+        ],
         derived.paths.runtimeDir,
       );
     }

@@ -11,10 +11,27 @@
  * `deno task` built-in), so the task ends with status 1, starts nothing, and
  * that reason is the only message.
  */
+import { fileURLToPath } from "node:url";
 import { configReport } from "../base/config.ts";
 import { AssistantError } from "../base/errors.ts";
 import { type Env, readEnv, runtimeDirIsSet } from "../base/paths.ts";
 import { writeAll } from "../streams/write_all.ts";
+
+/** deno.lock beside main.ts: the packages of the daemon and its clients, pinned with their checksums. */
+export const LOCK_FILE: string = fileURLToPath(
+  new URL("../../deno.lock", import.meta.url),
+);
+
+/**
+ * The flags every deno run or compile of the daemon or a client starts
+ * with: deno.lock, and a refusal of any package it does not pin. deno.json
+ * turns the lock off, since `deno task` installs every package of the lock
+ * it names before any task, and the tests' packages are not the daemon's.
+ */
+export const LOCKED: readonly string[] = Object.freeze([
+  `--lock=${LOCK_FILE}`,
+  "--frozen",
+]);
 
 /** What a failed launcher gives the task to run: a built-in that exits 1, whatever arguments follow. */
 export const TASK_FAILED = "false";

@@ -1,7 +1,7 @@
 /**
  * `main.ts web-flags [--task] [--port N]`: the canvas's grants for
  * `web_port` from the config (or `--port`). `deno task web` runs the line
- * `--task` prints (task_command.ts): `deno run --quiet --no-prompt`, the
+ * `--task` prints (task_command.ts): `deno run` locked to deno.lock, `--quiet --no-prompt`, the
  * flags, this module's `main.ts`, `web --port N`, so the canvas is started
  * with exactly its grants and nothing stays resident beside `deno task`.
  */
@@ -11,7 +11,12 @@ import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
 import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 import { parseWebArgs, webFlags } from "../web/web.ts";
-import { failureText, printTaskCommand, taskCommand } from "./task_command.ts";
+import {
+  failureText,
+  LOCKED,
+  printTaskCommand,
+  taskCommand,
+} from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 const USAGE = "usage: main.ts web-flags [--task] [--port N]";
@@ -74,6 +79,7 @@ export async function printWebFlags(args: string[]): Promise<number> {
         return taskCommand(
           [
             "run",
+            ...LOCKED,
             "--quiet",
             "--no-prompt",
             ...grants.flags,

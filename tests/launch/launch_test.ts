@@ -276,7 +276,12 @@ Deno.test("deno task start runs the daemon with exactly the derived flags and no
   assert.deepEqual(descendants(task.child.pid), [pong.pid]);
   const argv = argvOf(pong.pid);
   const from = argv.indexOf("--no-prompt");
-  assert.deepEqual(argv.slice(1, from + 1), ["run", "--no-prompt"]);
+  assert.deepEqual(argv.slice(1, from + 1), [
+    "run",
+    `--lock=${ROOT}deno.lock`,
+    "--frozen",
+    "--no-prompt",
+  ]);
   assert.deepEqual(argv.slice(from + 1), [...flags, "main.ts", "serve"]);
 
   llm.enqueue(
@@ -359,6 +364,8 @@ Deno.test("main.ts flags --task prints the whole command deno task start runs", 
   assert.deepEqual(task.stdout.trimEnd().split("\n"), [
     Deno.execPath(),
     "run",
+    `--lock=${ROOT}deno.lock`,
+    "--frozen",
     "--no-prompt",
     ...flags,
     "main.ts",

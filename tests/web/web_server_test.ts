@@ -348,6 +348,8 @@ Deno.test("deno task web runs the canvas with exactly its flags and nothing else
     const from = argv.indexOf("--no-prompt");
     assert.deepEqual(argv.slice(1, from + 1), [
       "run",
+      `--lock=${ROOT}deno.lock`,
+      "--frozen",
       "--quiet",
       "--no-prompt",
     ]);
