@@ -20,7 +20,10 @@ binary=$here/dist/$app
 main=$here/main.ts
 # What `main.ts flags` itself needs: see the README on the launcher's grants.
 launcher_env=HOME,PATH,TMPDIR,XDG_CONFIG_HOME,XDG_DATA_HOME,XDG_RUNTIME_DIR,XDG_STATE_HOME
-launcher_flags=(--quiet --no-prompt --allow-read "--allow-env=$launcher_env")
+# deno.json turns the lock off for the tests' sake: every run here names
+# deno.lock, which pins the daemon's packages, and refuses what it does not pin.
+locked=("--lock=$here/deno.lock" --frozen)
+launcher_flags=("${locked[@]}" --quiet --no-prompt --allow-read "--allow-env=$launcher_env")
 
 die() {
   printf '%s: %s\n' "$app" "$*" >&2
@@ -79,7 +82,7 @@ daemon_command() {
     die "cannot derive the daemon's flags (the reason is above)"
   local flags=()
   mapfile -t flags <<<"$derived"
-  daemon=("$deno_bin" run --no-prompt "${flags[@]}" "$main" serve)
+  daemon=("$deno_bin" run "${locked[@]}" --no-prompt "${flags[@]}" "$main" serve)
 }
 
 alive() {

@@ -5,8 +5,10 @@
  */
 
 import { isAbsolute, join } from "node:path";
-import { parse, TomlDate, TomlError } from "smol-toml";
-import { AssistantError, withSafeMessage } from "./errors.ts";
+import { parse, TomlError } from "smol-toml";
+import { AssistantError } from "./errors.ts";
+import { didYouMean } from "./config_hints.ts";
+import { checked, ConfigProblems, refusedConfig } from "./config_problems.ts";
 import { clean, type Env, type Paths, readEnv } from "./paths.ts";
 import { parseMcpTable } from "./mcp_config.ts";
 import {
@@ -14,11 +16,13 @@ import {
   type ConfigKeys,
   configKeys,
   configSchema,
+  type McpServerConfig,
   objectOf,
-  type Shown,
+  REQUEST_FIELDS,
 } from "./config_schema.ts";
 
 export type { Config, McpServerConfig } from "./config_schema.ts";
+export { type ConfigReport, configReport } from "./config_problems.ts";
 export { DEFAULT_SYSTEM_PROMPT, DEFAULT_WEB_PORT } from "./config_schema.ts";
 
 /** Built-in defaults (tools_dirs filled from paths). */
@@ -80,161 +84,210 @@ export function mergeTables(base: Table, over: Table): Table {
 }
 
 /**
- * How an error shows the value it refuses, so that it never prints a secret:
- * - numbers, booleans and dates whole;
- * - a string whole (its first 40 characters) only for a key whose right
- *   values are numbers, booleans or fixed words (`Shown` "value"), where a
- *   string is a slip rather than a secret;
- * - for a URL key, an http(s) URL without its credentials: userinfo, query
- *   and fragment each become "…" (any other string there: its length only);
- * - any other string by its length only;
- * - arrays and tables by their kind, so no command word, `[request]` field or
- *   `[mcp.NAME]` env value is ever quoted (mcp_config.ts quotes no value).
- */
-function describeRefused(value: unknown, shown: Shown): string {
-  if (typeof value === "string") {
-    const text = shown === "value"
-      ? value
-      : shown === "url"
-      ? urlWithoutSecrets(value)
-      : undefined;
-    if (text === undefined) {
-      return `a string of ${[...value].length} characters`;
-    }
-    const cut = text.length > 40 ? `${text.slice(0, 40)}…` : text;
-    return `string ${JSON.stringify(cut)}`;
-  }
-  if (typeof value === "number") return `number ${value}`;
-  if (typeof value === "boolean") return `boolean ${value}`;
-  if (value instanceof TomlDate) return `date ${value.toISOString()}`;
-  if (Array.isArray(value)) return `an array`;
-  return "a table";
-}
-
-/** An http(s) URL with "…" for its userinfo, query and fragment; undefined for anything else. */
-function urlWithoutSecrets(text: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
-  const userinfo = url.username !== "" || url.password !== "" ? "…@" : "";
-  return `${url.protocol}//${userinfo}${url.host}${url.pathname}${
-    url.search === "" ? "" : "?…"
-  }${url.hash === "" ? "" : "#…"}`;
-}
-
-/**
  * Parses the TOML text. smol-toml's error message quotes the file's lines
  * around the fault (an `[mcp.NAME] env` secret among them): only its position
- * and its reason (a fixed phrase) are kept, and the error is not attached as
- * the cause, which the log at exit would print.
+ * and its reason are kept, in a person's words, and the error is not attached
+ * as the cause, which the log at exit would print. The lines before the
+ * fault are still read when they parse alone, so their problems are reported
+ * with it.
  */
-function parseToml(text: string, file: string): Table {
+function parseToml(text: string, problems: ConfigProblems): Table {
   try {
     return parse(text);
   } catch (error) {
-    if (error instanceof TomlError) {
-      const reason = error.message.replace(/^Invalid TOML document: /, "")
-        .split("\n")[0];
-      throw withSafeMessage(
-        new SyntaxError(`${file}:${error.line}:${error.column}: ${reason}`),
-      );
+    if (!(error instanceof TomlError)) throw error;
+    problems.keep(problems.syntaxError(error, text));
+    const before = text.split(/\r?\n/).slice(0, error.line - 1).join("\n");
+    try {
+      return parse(before);
+    } catch {
+      return {};
     }
-    throw error;
   }
 }
 
-/** The line of `key =` (a dotted key: inside its `[table]`; a plain one: before the first table header), when found. */
+/** A key's parts, from its written form (`a."b c".d`): spaces around dots and the quotes dropped. */
+function keyParts(written: string): string[] {
+  return written.split(/\s*\.\s*/).map((part) =>
+    part.replace(/^(["'])(.*)\1$/, "$2")
+  );
+}
+
+const HEADER = /^\s*\[\s*([^\]]*?)\s*\]/;
+const KEY =
+  /^\s*((?:[\w-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[\w-]+|"[^"]*"|'[^']*'))*)\s*=/;
+
+/** The line that sets a dotted key (under its `[table]` header, or dotted in full), else the line of its table (an inline table's keys share its line), when found. */
 function lineOf(text: string, dotted: string): number | undefined {
-  const parts = dotted.split(".");
-  const key = (parts.pop() ?? "").replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const table = parts.join(".");
-  const pattern = new RegExp(`^\\s*(?:${key}|"${key}"|'${key}')\\s*=`);
-  let current = "";
+  let table: string[] = [];
   for (const [index, line] of text.split(/\r?\n/).entries()) {
-    const header = line.match(/^\s*\[\s*([^\]]*?)\s*\]/);
-    if (header) current = header[1] ?? "";
-    else if (current === table && pattern.test(line)) return index + 1;
+    const header = line.match(HEADER);
+    const key = header ? undefined : line.match(KEY);
+    if (header) table = keyParts(header[1] ?? "");
+    else if (
+      key && [...table, ...keyParts(key[1] ?? "")].join(".") === dotted
+    ) {
+      return index + 1;
+    }
   }
-  return undefined;
+  const parent = dotted.split(".").slice(0, -1).join(".");
+  return parent === "" ? undefined : lineOf(text, parent);
 }
 
-/** Parses TOML text: SyntaxError naming file:line:col; TypeError naming file, key and the expected type. */
+/** What reading one key needs: where to report, and the warnings so far. */
+interface Reading {
+  file: string;
+  problems: ConfigProblems;
+  complain: (key: string, problem: string) => never;
+  warnings: string[];
+  paths: Paths;
+  env: Env;
+}
+
+/**
+ * Parses TOML text. A file with problems is refused with all of them (see
+ * config_problems.ts): SyntaxErrors naming file:line:col and what to fix,
+ * TypeErrors naming file, line, key and the expected type.
+ */
 export function parseConfig(
   text: string,
   file: string,
   paths: Paths,
   env: Env = readEnv,
 ): LoadedConfig {
-  const doc = parseToml(text, file);
-  const complain = (key: string, problem: string): never => {
-    const line = lineOf(text, key);
-    const where = line === undefined ? file : `${file}:${line}`;
-    throw withSafeMessage(new TypeError(`${where}: key "${key}" ${problem}`));
+  const problems = new ConfigProblems(file);
+  const doc = parseToml(text, problems);
+  const reading: Reading = {
+    file,
+    problems,
+    complain: (key, problem) => {
+      throw problems.typeError(lineOf(text, key), key, problem);
+    },
+    warnings: [],
+    paths,
+    env,
   };
-
   const keys = configKeys(paths);
   const config: Config = objectOf(keys).parse({});
-  const warnings: string[] = [];
   for (const [key, value] of Object.entries(doc)) {
     if (!Object.hasOwn(keys, key)) {
-      warnings.push(`unknown key ${JSON.stringify(key)} in ${file}`);
+      reading.warnings.push(
+        `unknown key ${JSON.stringify(key)} in ${file}${
+          didYouMean(key, Object.keys(keys))
+        }`,
+      );
       continue;
     }
-    const name = key as keyof ConfigKeys;
-    if (name === "mcp") {
-      const parsed = parseMcpTable(value, complain);
-      config.mcp = parsed.servers;
+    try {
+      readKey(config, keys, key as keyof ConfigKeys, value, reading);
+    } catch (error) {
+      problems.keep(error);
+    }
+  }
+  problems.throwIfAny(reading.warnings);
+  return { config, warnings: reading.warnings, file };
+}
+
+/** Checks one known key and sets it on `config`; a problem is thrown by `complain`, or kept for a `[request]` field. */
+function readKey(
+  config: Config,
+  keys: ConfigKeys,
+  name: keyof ConfigKeys,
+  value: unknown,
+  reading: Reading,
+): void {
+  const { complain, paths, env } = reading;
+  if (name === "mcp") {
+    config.mcp = readMcp(value, reading);
+    return;
+  }
+  const { schema, expected, shown } = keys[name];
+  const parsed = checked(schema, expected, shown, value);
+  if (parsed.problem !== undefined) complain(name, parsed.problem);
+  switch (name) {
+    case "request":
+      config.request = readRequest(config.request, value as Table, reading);
+      break;
+    case "tools_dirs":
+      config.tools_dirs = toolsDirs(
+        value as string[],
+        paths.configDir,
+        env,
+        () =>
+          complain(
+            name,
+            'has a "~" entry, which needs HOME set to an absolute path',
+          ),
+      );
+      break;
+    default:
+      put(config, name, parsed.data);
+  }
+}
+
+/** The `[request]` table merged over the defaults: each field llama-server types is checked (every bad one kept as a problem), and a field the daemon sets or one close to a known name is warned about. */
+function readRequest(
+  defaults: Table,
+  request: Table,
+  reading: Reading,
+): Table {
+  const { file, warnings, problems, complain } = reading;
+  const known = Object.keys(REQUEST_FIELDS);
+  for (const [field, value] of Object.entries(request)) {
+    const key = `request.${field}`;
+    if (DAEMON_REQUEST_KEYS.has(field)) {
+      warnings.push(`key "${key}" in ${file} is ignored: the daemon sets it`);
+    } else if (Object.hasOwn(REQUEST_FIELDS, field)) {
+      const { schema, expected, shown } =
+        REQUEST_FIELDS[field as keyof typeof REQUEST_FIELDS];
+      const { problem } = checked(schema, expected, shown, value);
+      if (problem === undefined) continue;
+      try {
+        complain(key, problem);
+      } catch (error) {
+        problems.keep(error);
+      }
+    } else {
+      // Other servers take other fields, so an unknown one is sent as
+      // written; only a near miss of a known one is worth a word.
+      const hint = didYouMean(field, known);
+      if (hint !== "") {
+        warnings.push(
+          `unknown key "${key}" in ${file}${hint} (it is sent as written)`,
+        );
+      }
+    }
+  }
+  // The file's own table, not zod's copy, so every key stays plain data.
+  return mergeTables(defaults, request);
+}
+
+/** The `[mcp.NAME]` servers, each checked on its own so that every bad one is reported. */
+function readMcp(
+  value: unknown,
+  reading: Reading,
+): Record<string, McpServerConfig> {
+  const { complain, problems, warnings, file } = reading;
+  if (!isTable(value)) {
+    return complain("mcp", "must be a table of [mcp.NAME] tables");
+  }
+  const servers: Table = {};
+  for (const [name, table] of Object.entries(value)) {
+    try {
+      const one: Table = {};
+      put(one, name, table);
+      const parsed = parseMcpTable(one, complain);
+      for (const [server, config] of Object.entries(parsed.servers)) {
+        put(servers, server, config);
+      }
       warnings.push(
         ...parsed.warnings.map((warning) => `${warning} in ${file}`),
       );
-      continue;
-    }
-    const { schema, expected, shown } = keys[name];
-    // Issues without a message of their own (type, limits) say `expected`.
-    const parsed = schema.safeParse(value, { error: () => expected });
-    if (!parsed.success) {
-      complain(
-        name,
-        `must be ${parsed.error.issues[0]?.message ?? expected}, got ${
-          describeRefused(value, shown)
-        }`,
-      );
-    }
-    switch (name) {
-      case "request": {
-        const request = value as Table;
-        for (const field of Object.keys(request)) {
-          if (DAEMON_REQUEST_KEYS.has(field)) {
-            warnings.push(
-              `key "request.${field}" in ${file} is ignored: the daemon sets it`,
-            );
-          }
-        }
-        // The file's own table, not zod's copy, so every key stays plain data.
-        config.request = mergeTables(config.request, request);
-        break;
-      }
-      case "tools_dirs":
-        config.tools_dirs = toolsDirs(
-          value as string[],
-          paths.configDir,
-          env,
-          () =>
-            complain(
-              name,
-              'has a "~" entry, which needs HOME set to an absolute path',
-            ),
-        );
-        break;
-      default:
-        put(config, name, parsed.data);
+    } catch (error) {
+      problems.keep(error);
     }
   }
-  return { config, warnings, file };
+  return servers as Record<string, McpServerConfig>;
 }
 
 /** Resolves entries against the config dir and expands `~/`, keeping order. */
@@ -268,20 +321,24 @@ export async function loadConfig(
     if (error instanceof Deno.errors.NotFound) {
       return { config: defaultConfig(paths), warnings: [], file: null };
     }
-    throw new AssistantError(
+    const unreadable = new AssistantError(
       `Cannot read the config file ${file}: make it a readable file or remove it`,
       { cause: error },
     );
+    throw refusedConfig(unreadable, {
+      problems: [unreadable.message],
+      warnings: [],
+    });
   }
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch (error) {
-    throw withSafeMessage(
-      new SyntaxError(`${file}: not valid UTF-8: save it as UTF-8`, {
-        cause: error,
-      }),
+    const garbled = new SyntaxError(
+      `${file}: not valid UTF-8: save it as UTF-8`,
+      { cause: error },
     );
+    throw refusedConfig(garbled, { problems: [garbled.message], warnings: [] });
   }
   return parseConfig(text, file, paths, env);
 }

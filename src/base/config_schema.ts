@@ -143,6 +143,97 @@ export const MCP_SERVER = objectOf(MCP_SERVER_FIELDS);
 /** One MCP server as the config declares it. */
 export type McpServerConfig = z.output<typeof MCP_SERVER>;
 
+const INT32_MAX = 2_147_483_647;
+const TOKEN_LIMIT = "an integer of tokens, or -1 for no limit";
+const COUNT = "an integer, 0 or more";
+const anyNumber = () => key(z.number(), "a number", "value");
+const fraction = () =>
+  key(z.number().min(0).max(1), "a number from 0 to 1", "value");
+const flag = () => key(z.boolean(), "true or false", "value");
+const count = (min: number, expected: string) =>
+  key(z.int().min(min).max(INT32_MAX), expected, "value");
+const words = () => z.union([z.string(), z.array(z.string())]);
+const table = () => key(z.record(z.string(), z.unknown()), "a table", "kind");
+/** A token's bias: a number, or false to ban the token. */
+const bias = z.union([z.number(), z.literal(false)]);
+
+/**
+ * The `[request]` fields llama-server reads with a type of its own, each
+ * declared like a top-level key: a wrong type there fails every question with
+ * llama-server's 400, so the file is refused instead. Fields not listed here
+ * are sent as written.
+ */
+export const REQUEST_FIELDS = {
+  temperature: key(z.number().min(0), "a number, 0 or more", "value"),
+  top_p: fraction(),
+  min_p: fraction(),
+  top_k: key(z.int(), "an integer (0 turns it off)", "value"),
+  typical_p: anyNumber(),
+  top_n_sigma: anyNumber(),
+  xtc_probability: fraction(),
+  xtc_threshold: fraction(),
+  dynatemp_range: anyNumber(),
+  dynatemp_exponent: anyNumber(),
+  n_predict: count(-1, TOKEN_LIMIT),
+  max_tokens: count(-1, TOKEN_LIMIT),
+  max_completion_tokens: count(-1, TOKEN_LIMIT),
+  n_keep: count(-1, "an integer of tokens, or -1 to keep the whole prompt"),
+  n_cache_reuse: count(0, "an integer of tokens, 0 or more"),
+  n_probs: count(0, COUNT),
+  min_keep: count(0, COUNT),
+  seed: key(
+    z.int().min(-1).max(4_294_967_295),
+    "an integer from 0 to 4294967295, or -1 for a random seed",
+    "value",
+  ),
+  repeat_penalty: anyNumber(),
+  repeat_last_n: count(0, COUNT),
+  presence_penalty: anyNumber(),
+  frequency_penalty: anyNumber(),
+  dry_multiplier: anyNumber(),
+  dry_base: anyNumber(),
+  dry_allowed_length: count(0, COUNT),
+  dry_penalty_last_n: count(0, COUNT),
+  dry_sequence_breakers: key(
+    z.array(z.string()).min(1),
+    "a non-empty array of strings",
+    "kind",
+  ),
+  mirostat: key(z.literal([0, 1, 2]), "0, 1 or 2", "value"),
+  mirostat_tau: anyNumber(),
+  mirostat_eta: anyNumber(),
+  stop: key(words(), "a string or an array of strings", "kind"),
+  samplers: key(
+    words(),
+    "an array of sampler names, or a string of sampler letters",
+    "kind",
+  ),
+  logit_bias: key(
+    z.union([
+      z.array(z.tuple([z.union([z.int(), z.string()]), bias])),
+      z.record(z.string(), bias),
+    ]),
+    "an array of [token, bias] pairs or a table of token = bias (a bias is a number, or false to ban the token)",
+    "kind",
+  ),
+  grammar: key(z.string(), "a string (a GBNF grammar)", "kind"),
+  json_schema: table(),
+  response_format: key(
+    z.looseObject({ type: z.enum(["text", "json_object", "json_schema"]) }),
+    'a table whose type is "text", "json_object" or "json_schema"',
+    "kind",
+  ),
+  chat_template_kwargs: table(),
+  reasoning_format: key(z.string(), "a string", "value"),
+  reasoning_effort: key(z.string(), "a string", "value"),
+  cache_prompt: flag(),
+  ignore_eos: flag(),
+  return_tokens: flag(),
+  timings_per_token: flag(),
+  parse_tool_calls: flag(),
+  parallel_tool_calls: flag(),
+} satisfies Record<string, KeyDeclaration>;
+
 /** Every top-level key; `tools_dirs`' default depends on the paths. */
 export function configKeys(paths: Paths) {
   return {
@@ -229,18 +320,7 @@ export function configKeys(paths: Paths) {
     ),
     /** Voice client: argv that records WAV on stdout until it is ended. */
     record_command: key(
-      argv([
-        "arecord",
-        "-q",
-        "-f",
-        "S16_LE",
-        "-r",
-        "16000",
-        "-c",
-        "1",
-        "-t",
-        "wav",
-      ]),
+      argv("arecord -q -f S16_LE -r 16000 -c 1 -t wav".split(" ")),
       "a non-empty array of non-empty strings (argv, no shell)",
       "kind",
     ),
@@ -306,7 +386,7 @@ export function configKeys(paths: Paths) {
       "a table of mime types to argv arrays (the program first), or [] for none",
       "kind",
     ),
-    /** Extra fields merged into every chat request body; config.ts merges and warns. */
+    /** Extra fields merged into every chat request body; config.ts checks the fields of REQUEST_FIELDS, merges and warns. */
     request: key(
       z.record(z.string(), z.unknown()).default(() => ({})),
       "a table",

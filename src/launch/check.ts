@@ -12,6 +12,7 @@ import { llmLines } from "./check_model.ts";
 import {
   type CheckLine,
   type CheckOptions,
+  configLines,
   formatLine,
   messageOf,
 } from "./check_line.ts";
@@ -19,6 +20,7 @@ import {
 export {
   type CheckLine,
   type CheckOptions,
+  configLines,
   formatLine,
   type Status,
 } from "./check_line.ts";
@@ -60,7 +62,8 @@ export async function* checks(
       yield { status: "warn", subject: "config", message: warning };
     }
   } catch (error) {
-    yield { status: "fail", subject: "config", message: messageOf(error) };
+    yield* configLines(error) ??
+      [{ status: "fail", subject: "config", message: messageOf(error) }];
   }
   if (config !== null) {
     yield grantsLine(paths, config);

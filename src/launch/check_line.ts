@@ -1,4 +1,5 @@
 /** One line of `main.ts check`'s report, and what the checks are given. */
+import { configReport } from "../base/config.ts";
 import type { Env } from "../base/paths.ts";
 
 /** How one check came out. */
@@ -31,4 +32,22 @@ export function formatLine(line: CheckLine): string {
 /** An error's message, for a line. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** A refused config's lines: a fail for each problem, then a warn for each warning; null for an error that is not the config's. */
+export function configLines(error: unknown): CheckLine[] | null {
+  const report = configReport(error);
+  if (report === null) return null;
+  return [
+    ...report.problems.map((message): CheckLine => ({
+      status: "fail",
+      subject: "config",
+      message,
+    })),
+    ...report.warnings.map((message): CheckLine => ({
+      status: "warn",
+      subject: "config",
+      message,
+    })),
+  ];
 }

@@ -19,7 +19,7 @@ import {
   CHAT_ENV_VARS,
   chatPlaces,
 } from "../clients/chat_places.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { LOCKED, printTaskCommand, taskCommand } from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 const USAGE = "usage: main.ts client-flags [--task] chat|ask|export";
@@ -99,7 +99,15 @@ export async function printClientFlags(args: string[]): Promise<number> {
       words: () => {
         const grants = clientGrants(name);
         return taskCommand(
-          ["run", "--quiet", "--no-prompt", ...grants.flags, "main.ts", name],
+          [
+            "run",
+            ...LOCKED,
+            "--quiet",
+            "--no-prompt",
+            ...grants.flags,
+            "main.ts",
+            name,
+          ],
           grants.runtimeDir,
         );
       },

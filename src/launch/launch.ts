@@ -14,7 +14,7 @@ import {
   resolvePaths,
   runtimeDirIsSet,
 } from "../base/paths.ts";
-import { formatLine } from "./check.ts";
+import { configLines, formatLine } from "./check.ts";
 import { AssistantError } from "../base/errors.ts";
 import { log, setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
@@ -24,7 +24,7 @@ import { loadTools, type SkippedTool } from "../tools/load.ts";
 import { processPath } from "../tools/executable.ts";
 import { mcpExecutables } from "../tools/mcp_plan.ts";
 import { converterExecutables } from "../tools/convert.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import { LOCKED, printTaskCommand, taskCommand } from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 /** The command line's entry point: what the launched process runs. */
@@ -144,7 +144,7 @@ export async function printFlags(args: string[]): Promise<number> {
       words: async () => {
         const { paths, flags } = await deriveDaemonFlags();
         return taskCommand(
-          ["run", "--no-prompt", ...flags, "main.ts", "serve"],
+          ["run", ...LOCKED, "--no-prompt", ...flags, "main.ts", "serve"],
           paths.runtimeDir,
         );
       },
@@ -276,6 +276,7 @@ async function compile(args: string[]): Promise<number> {
     denoExecutable(),
     [
       "compile",
+      ...LOCKED,
       "--no-prompt",
       ...flags,
       "--include",
@@ -304,21 +305,31 @@ export async function launch(args: string[]): Promise<number> {
         derived = await deriveDaemonFlags();
       } catch (error) {
         // The check's own report format, so a broken config reads the same.
-        const subject = error instanceof SyntaxError ||
-            error instanceof TypeError
-          ? "config"
-          : "launch";
-        const message = error instanceof Error ? error.message : String(error);
+        const lines = configLines(error) ?? [{
+          status: "fail",
+          subject: error instanceof SyntaxError || error instanceof TypeError
+            ? "config"
+            : "launch",
+          message: error instanceof Error ? error.message : String(error),
+        }];
         await writeAll(
           Deno.stdout,
-          formatLine({ status: "fail", subject, message }) + "\n",
+          lines.map((line) => formatLine(line) + "\n").join(""),
         );
         return 1;
       }
       log.info("launching", { command, flags: derived.flags.length });
       return await runForwarding(
         denoExecutable(),
-        ["run", "--no-prompt", ...derived.flags, MAIN_MODULE, command, ...rest],
+        [
+          "run",
+          ...LOCKED,
+          "--no-prompt",
+          ...derived.flags,
+          MAIN_MODULE,
+          command,
+          ...rest,
+        ],
         derived.paths.runtimeDir,
       );
     }

@@ -11,9 +11,27 @@
  * `deno task` built-in), so the task ends with status 1, starts nothing, and
  * that reason is the only message.
  */
+import { fileURLToPath } from "node:url";
+import { configReport } from "../base/config.ts";
 import { AssistantError } from "../base/errors.ts";
 import { type Env, readEnv, runtimeDirIsSet } from "../base/paths.ts";
 import { writeAll } from "../streams/write_all.ts";
+
+/** deno.lock beside main.ts: the packages of the daemon and its clients, pinned with their checksums. */
+export const LOCK_FILE: string = fileURLToPath(
+  new URL("../../deno.lock", import.meta.url),
+);
+
+/**
+ * The flags every deno run or compile of the daemon or a client starts
+ * with: deno.lock, and a refusal of any package it does not pin. deno.json
+ * turns the lock off, since `deno task` installs every package of the lock
+ * it names before any task, and the tests' packages are not the daemon's.
+ */
+export const LOCKED: readonly string[] = Object.freeze([
+  `--lock=${LOCK_FILE}`,
+  "--frozen",
+]);
 
 /** What a failed launcher gives the task to run: a built-in that exits 1, whatever arguments follow. */
 export const TASK_FAILED = "false";
@@ -50,6 +68,20 @@ export function taskCommand(
   return [...handOver, Deno.execPath(), ...args];
 }
 
+/** What a launcher that cannot derive its flags prints on stderr: every problem of a refused config (then its warnings), or a known error's message; null for an error no message was written for. */
+export function failureText(error: unknown): string | null {
+  const report = configReport(error);
+  if (report !== null) {
+    return [
+      ...report.problems,
+      ...report.warnings.map((warning) => `warning: ${warning}`),
+    ].map((line) => `${line}\n`).join("");
+  }
+  const known = error instanceof AssistantError ||
+    error instanceof SyntaxError || error instanceof TypeError;
+  return known ? `${error.message}\n` : null;
+}
+
 /** What {@link printTaskCommand} prints: the line, and the words that say how else to start it. */
 export interface TaskLine {
   /** The task's name, for the message about whitespace. */
@@ -67,10 +99,9 @@ export async function printTaskCommand(line: TaskLine): Promise<number> {
     words = taskWords(await line.words(), line.task, line.instead);
   } catch (error) {
     await writeAll(Deno.stdout, `${TASK_FAILED}\n`);
-    const known = error instanceof AssistantError ||
-      error instanceof SyntaxError || error instanceof TypeError;
-    if (!known) throw error;
-    await writeAll(Deno.stderr, `${error.message}\n`);
+    const reason = failureText(error);
+    if (reason === null) throw error;
+    await writeAll(Deno.stderr, reason);
     return 1;
   }
   await writeAll(Deno.stdout, words.map((word) => `${word}\n`).join(""));

@@ -1,12 +1,17 @@
 /**
  * `main.ts voice-flags [--task]`: the voice client's grants for the config's
  * voice keys. `deno task voice` runs the line `--task` prints
- * (task_command.ts): `deno run --quiet --no-prompt`, the flags, this
- * module's `main.ts`, `voice`, so the client starts with exactly its grants
- * and nothing stays resident beside `deno task`.
+ * (task_command.ts): `deno run` locked to deno.lock, `--quiet --no-prompt`,
+ * the flags, this module's `main.ts`, `voice`, so the client starts with
+ * exactly its grants and nothing stays resident beside `deno task`.
  */
 import { MAIN_MODULE } from "./launch.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import {
+  failureText,
+  LOCKED,
+  printTaskCommand,
+  taskCommand,
+} from "./task_command.ts";
 import { readCommandLine } from "../base/command_line.ts";
 import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
@@ -69,7 +74,14 @@ export async function printVoiceFlags(args: string[]): Promise<number> {
       words: async () => {
         const { paths, flags } = await voiceGrants();
         return taskCommand(
-          ["run", "--quiet", "--no-prompt", ...flags, ...CLIENT_WORDS],
+          [
+            "run",
+            ...LOCKED,
+            "--quiet",
+            "--no-prompt",
+            ...flags,
+            ...CLIENT_WORDS,
+          ],
           paths.runtimeDir,
         );
       },
@@ -79,10 +91,9 @@ export async function printVoiceFlags(args: string[]): Promise<number> {
   try {
     ({ flags } = await voiceGrants());
   } catch (error) {
-    const known = error instanceof AssistantError ||
-      error instanceof SyntaxError || error instanceof TypeError;
-    if (!known) throw error;
-    await writeAll(Deno.stderr, `${error.message}\n`);
+    const reason = failureText(error);
+    if (reason === null) throw error;
+    await writeAll(Deno.stderr, reason);
     return 1;
   }
   await writeAll(Deno.stdout, flags.map((flag) => `${flag}\n`).join(""));

@@ -1,18 +1,22 @@
 /**
  * `main.ts web-flags [--task] [--port N]`: the canvas's grants for
  * `web_port` from the config (or `--port`). `deno task web` runs the line
- * `--task` prints (task_command.ts): `deno run --quiet --no-prompt`, the
+ * `--task` prints (task_command.ts): `deno run` locked to deno.lock, `--quiet --no-prompt`, the
  * flags, this module's `main.ts`, `web --port N`, so the canvas is started
  * with exactly its grants and nothing stays resident beside `deno task`.
  */
 import { loadConfig } from "../base/config.ts";
 import { MAIN_MODULE } from "./launch.ts";
 import { type Env, type Paths, readEnv, resolvePaths } from "../base/paths.ts";
-import { AssistantError } from "../base/errors.ts";
 import { setQuiet } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";
 import { parseWebArgs, webFlags } from "../web/web.ts";
-import { printTaskCommand, taskCommand } from "./task_command.ts";
+import {
+  failureText,
+  LOCKED,
+  printTaskCommand,
+  taskCommand,
+} from "./task_command.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 
 const USAGE = "usage: main.ts web-flags [--task] [--port N]";
@@ -75,6 +79,7 @@ export async function printWebFlags(args: string[]): Promise<number> {
         return taskCommand(
           [
             "run",
+            ...LOCKED,
             "--quiet",
             "--no-prompt",
             ...grants.flags,
@@ -89,10 +94,9 @@ export async function printWebFlags(args: string[]): Promise<number> {
   try {
     ({ flags } = await webGrants(port));
   } catch (error) {
-    const known = error instanceof AssistantError ||
-      error instanceof SyntaxError || error instanceof TypeError;
-    if (!known) throw error;
-    await writeAll(Deno.stderr, `${error.message}\n`);
+    const reason = failureText(error);
+    if (reason === null) throw error;
+    await writeAll(Deno.stderr, reason);
     return 1;
   }
   await writeAll(Deno.stdout, flags.map((flag) => `${flag}\n`).join(""));

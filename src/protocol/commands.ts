@@ -339,7 +339,7 @@ const SHAPES: Record<string, (value: Fields) => Body> = {
 export const BAD_COMMAND: Readonly<Refusal> = {
   ok: false,
   code: "bad_command",
-  message: "bad command",
+  message: 'bad command: a JSON object with a string "type" per line',
 };
 
 /** The answer to a line over MAX_LINE_BYTES. */

@@ -138,7 +138,11 @@ Deno.test("every answer kind and a turn's user, done and error carry the command
         "bad_title",
         "bad title",
       ],
-      [{ ref: "e6" }, "bad_command", "bad command"],
+      [
+        { ref: "e6" },
+        "bad_command",
+        'bad command: a JSON object with a string "type" per line',
+      ],
     ] as const
   ) {
     await a.send(command);

@@ -61,6 +61,7 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     tts_voice: "alloy",
     play_command: ["aplay", "-q"],
     speak: "own",
+    convert: { "application/pdf": ["pdftotext", "-layout", "-", "-"] },
     request: {},
     mcp: {},
   });

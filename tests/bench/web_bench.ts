@@ -5,7 +5,7 @@
  * the page's own work to draw a 2,000-token Markdown reply as it streams.
  * Without Chromium the rows say so instead of a figure.
  */
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import { chromiumMissing, TestBrowser } from "../support/browser.ts";
 import { Daemon } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";

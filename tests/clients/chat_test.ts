@@ -363,6 +363,8 @@ Deno.test({
     const argv = argvOf(client!);
     assert.deepEqual(argv.slice(1), [
       "run",
+      `--lock=${new URL("../../deno.lock", import.meta.url).pathname}`,
+      "--frozen",
       "--quiet",
       "--no-prompt",
       ...terminalClientFlags(

@@ -312,6 +312,46 @@ Deno.test("check with a broken config: one fail line naming the file and line, e
   );
 });
 
+Deno.test("check with several config problems: a fail line for each, in the file's order, then the warnings, exit 1", async () => {
+  await using home = await makeHome(
+    [
+      `llm_url = "http://127.0.0.1:8123"`,
+      "histroy_turns = 4",
+      `thinking = "no"`,
+      "",
+      "[request",
+      "temperature = 0.5",
+    ].join("\n"),
+  );
+  const result = await check(home);
+  assert.equal(result.code, 1);
+  assert.deepEqual(result.lines, [
+    `fail config: ${home.configFile}:3: key "thinking" must be a boolean, got string "no"`,
+    `fail config: ${home.configFile}:5:9: this table header is not closed: end it with "]", as in [request]`,
+    `warn config: unknown key "histroy_turns" in ${home.configFile}: did you mean "history_turns"?`,
+  ]);
+});
+
+Deno.test("main.ts check run with its own grants reports every config problem the same way", async () => {
+  await using home = await makeHome(
+    `model = 3\nhistroy_turns = 4\n[request]\nseed = "42"\n`,
+  );
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", MAIN, "check"],
+    env: home.env,
+    clearEnv: true,
+    stdin: "null",
+    signal: AbortSignal.timeout(60_000),
+  }).output();
+  assert.equal(out.code, 1);
+  const lines = new TextDecoder().decode(out.stdout).trimEnd().split("\n");
+  assert.deepEqual(lines.filter((line) => / config: /.test(line)), [
+    `fail config: ${home.configFile}:1: key "model" must be a string, got number 3`,
+    `fail config: ${home.configFile}:4: key "request.seed" must be an integer from 0 to 4294967295, or -1 for a random seed, got string "42"`,
+    `warn config: unknown key "histroy_turns" in ${home.configFile}: did you mean "history_turns"?`,
+  ]);
+});
+
 Deno.test("check beside a running daemon only reads the history, and the daemon saves meanwhile", async () => {
   await using llm = await FakeLlm.start();
   const home = await Deno.makeTempDir({ prefix: "da-check-live-" });

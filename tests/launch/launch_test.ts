@@ -276,7 +276,12 @@ Deno.test("deno task start runs the daemon with exactly the derived flags and no
   assert.deepEqual(descendants(task.child.pid), [pong.pid]);
   const argv = argvOf(pong.pid);
   const from = argv.indexOf("--no-prompt");
-  assert.deepEqual(argv.slice(1, from + 1), ["run", "--no-prompt"]);
+  assert.deepEqual(argv.slice(1, from + 1), [
+    "run",
+    `--lock=${ROOT}deno.lock`,
+    "--frozen",
+    "--no-prompt",
+  ]);
   assert.deepEqual(argv.slice(from + 1), [...flags, "main.ts", "serve"]);
 
   llm.enqueue(
@@ -359,6 +364,8 @@ Deno.test("main.ts flags --task prints the whole command deno task start runs", 
   assert.deepEqual(task.stdout.trimEnd().split("\n"), [
     Deno.execPath(),
     "run",
+    `--lock=${ROOT}deno.lock`,
+    "--frozen",
     "--no-prompt",
     ...flags,
     "main.ts",
@@ -580,6 +587,26 @@ Deno.test("a TOML syntax error, a wrong type and a URL with credentials each sto
       assert.equal(await exists(home.socket), false, "never listened");
     });
   }
+});
+
+Deno.test("deno task start with several config problems prints each, then the warnings, and starts nothing", async () => {
+  await using home = await makeHome(
+    [
+      `llm_url = "http://127.0.0.1:8123"`,
+      "histroy_turns = 4",
+      "[request]",
+      `max_tokens = "60"`,
+      "top_p = 2",
+    ].join("\n"),
+  );
+  const launched = await deno(["task", "--quiet", "start"], home.env, ROOT);
+  assert.equal(launched.code, 1);
+  assert.deepEqual(launched.stderr.trimEnd().split("\n"), [
+    `${home.configFile}:4: key "request.max_tokens" must be an integer of tokens, or -1 for no limit, got string "60"`,
+    `${home.configFile}:5: key "request.top_p" must be a number from 0 to 1, got number 2`,
+    `warning: unknown key "histroy_turns" in ${home.configFile}: did you mean "history_turns"?`,
+  ]);
+  assert.equal(await exists(home.socket), false, "never listened");
 });
 
 Deno.test("shellQuote: bash reads back every word exactly", async () => {

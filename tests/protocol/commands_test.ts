@@ -6,7 +6,7 @@ import {
   parseLine,
 } from "../../src/protocol/commands.ts";
 
-Deno.test("parseLine answers bad command for anything that is not an object with a string type", () => {
+Deno.test("parseLine answers bad command, saying what a line must be, for anything that is not an object with a string type", () => {
   for (
     const line of [
       "",
@@ -23,7 +23,11 @@ Deno.test("parseLine answers bad command for anything that is not an object with
   ) {
     assert.deepEqual(
       parseLine(line),
-      { ok: false, code: "bad_command", message: "bad command" },
+      {
+        ok: false,
+        code: "bad_command",
+        message: 'bad command: a JSON object with a string "type" per line',
+      },
       line,
     );
   }
@@ -197,7 +201,7 @@ Deno.test("ref is echoed on every validation error it can be", () => {
   assert.deepEqual(parseCommand({ ref: "r" }), {
     ok: false,
     code: "bad_command",
-    message: "bad command",
+    message: 'bad command: a JSON object with a string "type" per line',
     ref: "r",
   });
   // A blank question is still ignored, ref or not.

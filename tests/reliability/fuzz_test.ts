@@ -16,6 +16,8 @@ import { type Received, SocketClient } from "../support/socket_client.ts";
 
 const MAX_LINE = 1024 * 1024;
 const DEFAULT_LIMIT = 50;
+/** The answer to a line that is no command, naming what a line must be. */
+const BAD_COMMAND = 'bad command: a JSON object with a string "type" per line';
 const LINES = HEAVY ? 100_000 : 10_000;
 /** Text that fuzz lines carry and the log must never show. */
 const MARKER = "fuzzprivate4c1d";
@@ -86,16 +88,16 @@ export function answerTo(
   try {
     text = utf8.decode(line);
   } catch {
-    return bad("bad command");
+    return bad(BAD_COMMAND);
   }
   if (text.trim() === "") return NONE;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return bad("bad command");
+    return bad(BAD_COMMAND);
   }
-  if (!isRecord(value)) return bad("bad command");
+  if (!isRecord(value)) return bad(BAD_COMMAND);
   if (value.ref !== undefined && !isRef(value.ref)) return bad("bad ref");
   const answer = answerToCommand(value, existing);
   if (value.ref === undefined || answer.kind === "none") return answer;
@@ -107,7 +109,7 @@ function answerToCommand(
   value: Record<string, unknown>,
   existing: ReadonlySet<number>,
 ): Answer {
-  if (typeof value.type !== "string") return bad("bad command");
+  if (typeof value.type !== "string") return bad(BAD_COMMAND);
   const has = (key: string) => Object.hasOwn(value, key);
   const missing: Answer = {
     kind: "error",
@@ -712,11 +714,11 @@ async function baseline(
   return { list, opened, results, exports, rows: storedRows(dbPath) };
 }
 
-/** The code beside each message this suite expects: the message in snake case. */
+/** The code beside each message this suite expects: the message before any ":" or echoed type, in snake case. */
 function codeOf(message: string): string {
   return message.startsWith("unknown command ")
     ? "unknown_command"
-    : message.replaceAll(" ", "_");
+    : message.split(":")[0]!.replaceAll(" ", "_");
 }
 
 function check(

@@ -165,18 +165,21 @@ async function pingPong(client: SocketClient): Promise<void> {
   assert.equal(pong.pid, Deno.pid);
 }
 
+/** What a line that is no command is answered, naming what a line must be. */
+const BAD_COMMAND = 'bad command: a JSON object with a string "type" per line';
+
 Deno.test("each malformed command gets its error and the connection stays usable", async () => {
   await using t = await setup();
   await using client = await t.connect();
   const cases: [string, string, string][] = [
-    ["not json hunter2", "bad_command", "bad command"],
-    ['{"type":"ping"', "bad_command", "bad command"],
-    ["[]", "bad_command", "bad command"],
-    ["3", "bad_command", "bad command"],
-    ["null", "bad_command", "bad command"],
-    ['"x"', "bad_command", "bad command"],
-    ['{"type":5}', "bad_command", "bad command"],
-    ['{"text":"hunter2"}', "bad_command", "bad command"],
+    ["not json hunter2", "bad_command", BAD_COMMAND],
+    ['{"type":"ping"', "bad_command", BAD_COMMAND],
+    ["[]", "bad_command", BAD_COMMAND],
+    ["3", "bad_command", BAD_COMMAND],
+    ["null", "bad_command", BAD_COMMAND],
+    ['"x"', "bad_command", BAD_COMMAND],
+    ['{"type":5}', "bad_command", BAD_COMMAND],
+    ['{"text":"hunter2"}', "bad_command", BAD_COMMAND],
     ['{"type":"fly"}', "unknown_command", "unknown command fly"],
     ['{"type":"ask","text":5,"secret":"hunter2"}', "bad_text", "bad text"],
     ['{"type":"ask"}', "bad_text", "bad text"],
@@ -267,7 +270,7 @@ Deno.test("invalid UTF-8 is a bad command, logged as utf8", async () => {
   assert.deepEqual(await client.next("error"), {
     type: "error",
     code: "bad_command",
-    message: "bad command",
+    message: BAD_COMMAND,
   });
   await pingPong(client);
   assert.match(

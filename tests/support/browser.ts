@@ -5,7 +5,7 @@
  * states are kept under `$TMPDIR/da-web-screenshots/` after the run.
  */
 import { join } from "node:path";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import puppeteer, { type Browser, type Page } from "./puppeteer.ts";
 
 /** Where Debian's package puts the browser. */
 export const CHROMIUM = "/usr/bin/chromium";

@@ -1,11 +1,13 @@
 /** Config tables for the MCP servers the tests run: the SDK-written fixture and the published filesystem server. */
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-/** The project's deno.json: its imports and lock pin the SDK and the published server. */
+/** The project's deno.json: its imports pin the SDK. */
 export const DENO_CONFIG = `${ROOT}deno.json`;
+/** The tests' lock file: it pins the SDK's and the published server's packages with their checksums. */
+export const TESTS_LOCK = `${ROOT}tests/deno.lock`;
 /** The fixture server's source. */
 export const FIXTURE_SERVER = `${ROOT}tests/fixtures/mcp/server.ts`;
-/** The published server, as pinned in deno.json. */
+/** The published server, pinned here and in the tests' lock. */
 export const FILESYSTEM_SERVER =
   "npm:@modelcontextprotocol/server-filesystem@2026.8.31";
 
@@ -17,6 +19,7 @@ export function fixtureCommand(args: string[] = []): string[] {
     "--quiet",
     "--config",
     DENO_CONFIG,
+    `--lock=${TESTS_LOCK}`,
     FIXTURE_SERVER,
     ...args,
   ];
@@ -30,6 +33,7 @@ export function filesystemCommand(dir: string): string[] {
     "--quiet",
     "--config",
     DENO_CONFIG,
+    `--lock=${TESTS_LOCK}`,
     "--allow-env",
     `--allow-read=${dir}`,
     `--allow-write=${dir}`,

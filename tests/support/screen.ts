@@ -4,7 +4,7 @@
  * included, with each cell's style written back as one SGR sequence per
  * change, so two ways of drawing the same picture read the same.
  */
-import xterm from "@xterm/headless";
+import xterm from "./xterm.ts";
 
 // The package is CommonJS: its classes hang off the default export.
 const { Terminal } = xterm;

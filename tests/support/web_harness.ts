@@ -3,7 +3,7 @@
  * its derived grants on an ephemeral port, and raw HTTP over TCP for the
  * requests a browser would never send (a foreign `Host`, a missing token).
  */
-import type { Page } from "puppeteer-core";
+import type { Page } from "./puppeteer.ts";
 import { webFlags } from "../../src/web/web.ts";
 import { clientEnv, ClientProcess, MAIN } from "./client_harness.ts";
 

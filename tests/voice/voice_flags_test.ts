@@ -31,7 +31,13 @@ const LAUNCHER: string[] = (() => {
 })();
 
 /** The words that follow the deno executable in the line `--task` prints. */
-const RUN = ["run", "--quiet", "--no-prompt"];
+const RUN = [
+  "run",
+  `--lock=${ROOT}deno.lock`,
+  "--frozen",
+  "--quiet",
+  "--no-prompt",
+];
 
 type Vars = Record<string, string>;
 

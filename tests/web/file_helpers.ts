@@ -4,7 +4,7 @@
  * and paste them, each with a real DataTransfer; and read back, outside
  * it, the size of a picture the page sent (PNG and JPEG headers).
  */
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 
 /** A file made in the page: its name, type and bytes in base64, or a picture to draw. */
 export type PageFile =

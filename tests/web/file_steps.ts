@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import { POLL } from "./scripted_daemon.ts";
 
 /** A 4×3 PNG, red. */

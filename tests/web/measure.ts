@@ -5,7 +5,7 @@
  * Each is a script for `page.evaluate`, since it reads the real layout and
  * computed styles.
  */
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 
 /** One element whose text does not fit. */
 export interface Overflow {

@@ -7,7 +7,7 @@
  * (tests/web/conversation_fixture.ts), in a real Chromium.
  */
 import assert from "node:assert/strict";
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import {
   LISTED,
   liveTurn,

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { BoundingBox, Page } from "puppeteer-core";
+import type { BoundingBox, Page } from "../support/puppeteer.ts";
 import { TestBrowser } from "../support/browser.ts";
 import { PAGE_POLL, WebProcess } from "../support/web_harness.ts";
 import { MODEL_PATH, RICH_REPLY } from "./conversation_fixture.ts";

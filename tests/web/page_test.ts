@@ -6,7 +6,7 @@
  * states are kept in $TMPDIR/da-web-screenshots/.
  */
 import assert from "node:assert/strict";
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import { newToken } from "../../src/web/access.ts";
 import {
   chromiumMissing,

@@ -6,7 +6,7 @@
  * the protocol reference defines them.
  */
 import { join } from "node:path";
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import { chromiumMissing, TestBrowser } from "../support/browser.ts";
 import { within } from "../support/client_harness.ts";
 import { greeted, WebProcess } from "../support/web_harness.ts";

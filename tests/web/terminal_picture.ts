@@ -4,7 +4,7 @@
  * colours and style, which Chromium then photographs. The colours are a
  * common dark terminal theme.
  */
-import xterm from "@xterm/headless";
+import xterm from "../support/xterm.ts";
 
 const { Terminal } = xterm;
 

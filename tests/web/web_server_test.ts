@@ -201,7 +201,7 @@ Deno.test("the bridge is line for line: the page sees exactly what a socket clie
   assert.deepEqual(await page.next(), {
     type: "error",
     code: "bad_command",
-    message: "bad command",
+    message: 'bad command: a JSON object with a string "type" per line',
   });
 
   llm.enqueue(reply({ think: ["Hm", "m."], content: ["Hel", "lo", " ✓"] }));
@@ -348,6 +348,8 @@ Deno.test("deno task web runs the canvas with exactly its flags and nothing else
     const from = argv.indexOf("--no-prompt");
     assert.deepEqual(argv.slice(1, from + 1), [
       "run",
+      `--lock=${ROOT}deno.lock`,
+      "--frozen",
       "--quiet",
       "--no-prompt",
     ]);
