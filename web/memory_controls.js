@@ -104,7 +104,8 @@ export function bindMemories({ model, view, send, panels }) {
     const pressed = event.target instanceof Element
       ? event.target.closest("button")
       : null;
-    if (!found || !pressed) return;
+    // A row whose command waits for its answer takes no other.
+    if (!found || !pressed || found.row.busy) return;
     const { id } = found;
     const is = (/** @type {string} */ name) => pressed.classList.contains(name);
     if (is("edit")) mode(id, "edit", "");

@@ -70,7 +70,6 @@ export class MemoryPanel {
       row.busy = false;
       // A change kept closes the editor; a refused one leaves it to fix.
       if (outcome.ok || outcome.kind === "forget") row.mode = "show";
-      row.drawn = "";
     }
     this.#drawCount(model);
     const open = $("memories-open");
@@ -118,6 +117,12 @@ export class MemoryPanel {
     for (const id of this.rows.keys()) {
       if (!kept.has(id)) this.rows.delete(id);
     }
+    // A row forgotten from the keyboard hands the focus to the next one.
+    const focused = document.activeElement;
+    const lost = [...this.list.children].find((li) =>
+      li.contains(focused) && !nodes.includes(/** @type {HTMLElement} */ (li))
+    );
+    const after = lost ? [...this.list.children].indexOf(lost) : -1;
     if (model.memory.items !== null && nodes.length === 0) {
       nodes.push(
         el(
@@ -128,10 +133,16 @@ export class MemoryPanel {
       );
     }
     placeChildren(this.list, nodes);
+    if (after === -1) return;
+    const next = nodes[Math.min(after, nodes.length - 1)]?.querySelector(
+      "button",
+    );
+    (next ?? this.add).focus();
   }
 
   /**
-   * One memory's row, drawn again only when it changed.
+   * One memory's row, built again only when it changed (not while its
+   * command waits: the button with the focus keeps it).
    * @param {Memory} item
    * @param {CanvasModel} model
    */
@@ -144,11 +155,16 @@ export class MemoryPanel {
       this.rows.set(item.id, row);
     }
     const source = item.source ? model.titleOf(item.source.id) : null;
-    const drawn = JSON.stringify([item, source, row.mode, row.busy]);
-    if (row.drawn === drawn) return row.li;
+    const drawn = JSON.stringify([item, source, row.mode]);
+    if (row.drawn !== drawn) {
+      if (row.mode === "edit") this.#editor(row, item);
+      else this.#shown(row, item, source);
+    }
     row.drawn = drawn;
-    if (row.mode === "edit") this.#editor(row, item);
-    else this.#shown(row, item, source);
+    // Not disabled: a disabled button would drop the keyboard's focus.
+    for (const b of row.li.querySelectorAll(".memory-actions button")) {
+      b.setAttribute("aria-disabled", String(row.busy));
+    }
     return row.li;
   }
 
@@ -187,7 +203,6 @@ export class MemoryPanel {
         button("forget", "Forget", "Delete this memory"),
       );
     }
-    for (const b of actions.querySelectorAll("button")) b.disabled = row.busy;
     row.li.replaceChildren(el("p", "memory-text", item.text), meta, actions);
   }
 
@@ -225,7 +240,7 @@ export class MemoryPanel {
     if (chars) chars.textContent = charsText(text);
     const save = row.li.querySelector("button.save");
     if (save instanceof HTMLButtonElement) {
-      save.disabled = row.busy || memoryProblem(text) !== null;
+      save.disabled = memoryProblem(text) !== null;
     }
   }
 
@@ -239,7 +254,6 @@ export class MemoryPanel {
     const row = this.rows.get(id);
     if (!row) return null;
     row.mode = mode;
-    row.drawn = "";
     this.#drawList(model);
     return row;
   }
@@ -249,7 +263,6 @@ export class MemoryPanel {
     const row = this.rows.get(id);
     if (!row) return;
     row.busy = true;
-    row.drawn = "";
     this.#drawList(model);
   }
 }

@@ -72,16 +72,30 @@ export class ProposalCards {
   }
 
   /**
-   * The card's text and buttons, drawn again only when they changed.
+   * The card's text and buttons, built again only when they changed (the
+   * one with the focus keeps it while its answer waits).
    * @param {Card} card
    * @param {Proposal} item
    * @param {boolean} answering
    */
   #fill(card, item, answering) {
-    const drawn = JSON.stringify([item.text, answering, card.editor !== null]);
-    if (card.drawn === drawn) return;
-    card.drawn = drawn;
     card.answering = answering;
+    const drawn = JSON.stringify([item.text, card.editor !== null]);
+    if (card.drawn !== drawn) this.#build(card, item);
+    card.drawn = drawn;
+    // Not disabled: a disabled button would drop the keyboard's focus.
+    for (const b of card.card.querySelectorAll(".proposal-actions button")) {
+      b.setAttribute("aria-disabled", String(answering));
+    }
+    this.typed(card);
+  }
+
+  /**
+   * The card's text and buttons, or its editor and buttons.
+   * @param {Card} card
+   * @param {Proposal} item
+   */
+  #build(card, item) {
     const actions = el("div", "proposal-actions");
     if (card.editor) {
       actions.append(
@@ -104,8 +118,6 @@ export class ProposalCards {
       );
       card.card.replaceChildren(text, actions);
     }
-    for (const b of actions.querySelectorAll("button")) b.disabled = answering;
-    this.typed(card);
   }
 
   /**
@@ -139,7 +151,7 @@ export class ProposalCards {
     if (chars) chars.textContent = charsText(text);
     const keep = card.card.querySelector("button.keep");
     if (keep instanceof HTMLButtonElement) {
-      keep.disabled = card.answering || memoryProblem(text) !== null;
+      keep.disabled = memoryProblem(text) !== null;
     }
   }
 }
