@@ -201,6 +201,7 @@ pageTest(
       await alt(page, "KeyM");
       const asked = await daemon.command("memories");
       await daemon.send({ type: "memories", items: MEMORIES, ref: asked.ref });
+      await shows(page, "#memory-list", "Works on a project called Tern");
       await page.click('.memory[data-id="2"] button.source');
       const open = await daemon.command("open");
       assert.equal(open.id, 6);
@@ -243,8 +244,40 @@ pageTest(
     await alt(page, "KeyM");
     const asked = await daemon.command("memories");
     assert.equal(await focused(page), "memory-text");
-    await daemon.send({ type: "memories", items: [], ref: asked.ref });
+    await daemon.send({ type: "memories", items: MEMORIES, ref: asked.ref });
+    await shows(page, "#memory-list", "Prefers metric units");
+    // Forgotten by keys: Tab to Forget, the question's "Keep it" has the
+    // focus, Shift+Tab and Enter forget; the focus goes on to the next.
+    await page.focus('.memory[data-id="2"] button.forget');
+    await page.keyboard.press("Enter");
+    await shows(page, '.memory[data-id="2"]', "Forget this?");
+    assert.equal(
+      await page.evaluate("document.activeElement.className"),
+      "forget-no",
+    );
+    await page.keyboard.down("Shift");
+    await page.keyboard.press("Tab");
+    await page.keyboard.up("Shift");
+    await page.keyboard.press("Enter");
+    const forget = await daemon.command("forget");
+    assert.equal(forget.id, 2);
+    await daemon.send({
+      type: "memories",
+      items: MEMORIES.slice(1),
+      ref: forget.ref,
+    });
+    await gone(page, '.memory[data-id="2"]');
+    assert.equal(
+      await page.evaluate(
+        `document.activeElement === document.querySelector('.memory[data-id="1"] button.edit')`,
+      ),
+      true,
+      "the focus went on to the next memory",
+    );
+    // Forgotten elsewhere too: nothing left.
+    await daemon.send({ type: "memories", items: [] });
     await shows(page, "#memory-list", "Nothing yet");
+    await page.focus("#memory-text");
     assert.equal(
       await disabled(page, "#memory-add-button"),
       true,
