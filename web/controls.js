@@ -362,8 +362,6 @@ export function bindControls({ model, view, send }) {
       }
     },
     answered(event) {
-      // Without search by meaning the query is asked again, by words.
-      if ("code" in event && event.code === "meaning_off") search.run();
       const refused = attachments.answered(event);
       if (refused) giveBack(refused);
     },

@@ -23,8 +23,8 @@ export function refusal(model, event, changed) {
     changed.add("files");
     return null;
   }
-  // Without search by meaning, words only is no choice: the search box
-  // asks again without it.
+  // Without search by meaning, words only is no choice: a query refused
+  // so is asked again without it.
   if (model.searchRefused(event)) {
     changed.add("list");
     return null;

@@ -77,8 +77,12 @@ export class SearchBox {
     if (ref !== null) model.searchSent(ref, q);
   }
 
-  /** The list was drawn: focus the first result if Enter asked for it. */
+  /** The list was drawn: focus the first result if Enter asked for it, search again if due. */
   drawn(/** @type {Set<Part>} */ changed) {
+    if (this.#model.askAgain) {
+      this.#model.askAgain = false;
+      this.run();
+    }
     if (
       this.#focusFirst && changed.has("list") &&
       this.#model.resultsFor === this.field.value

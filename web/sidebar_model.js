@@ -47,6 +47,8 @@ export class SidebarModel {
   meaning = null;
   /** @type {Indexing | null} The turns given their vector so far, while that runs. */
   indexing = null;
+  /** Whether the query shown is to be searched again (its words-only search was refused). */
+  askAgain = false;
 
   /** A conversation's title as last listed or renamed. */
   titleOf(/** @type {number} */ id) {
@@ -78,17 +80,21 @@ export class SidebarModel {
 
   /**
    * A search of this page's refused: `meaning_off` says the daemon has no
-   * search by meaning, so words only is no choice to offer. Returns whether
-   * the error was that.
+   * search by meaning, so words only is no choice to offer (a query it
+   * refused by words only is searched again without). Returns whether the
+   * error was that.
    * @param {import("./model_parts.js").EventOf<"error">} event
    */
   searchRefused(event) {
-    if (event.ref === undefined || !this.searches.delete(event.ref)) {
-      return false;
-    }
+    const sent = event.ref === undefined
+      ? undefined
+      : this.searches.get(event.ref);
+    if (event.ref === undefined || sent === undefined) return false;
+    this.searches.delete(event.ref);
     if (event.code !== "meaning_off") return false;
     this.meaning = false;
     this.wordsOnly = false;
+    this.askAgain = sent.words && sent.q === this.query;
     return true;
   }
 

@@ -345,7 +345,8 @@ Deno.test("meaning_off to a search is no error to tell: search by meaning is off
   assert.equal(model.meaning, false);
   assert.equal(model.wordsOnly, false);
   assert.deepEqual(notices(model), []);
-  assert.equal(model.searching("tea"), false, "to be searched again");
+  assert.equal(model.askAgain, true, "searched again, without words only");
+  assert.equal(model.searching("tea"), false);
   // Another search error is told.
   model.searchSent("web-2", "tea");
   feed(model, {
