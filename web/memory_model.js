@@ -143,7 +143,9 @@ export class MemoryModel {
     this.carried = numberOrNull(event.memories);
     this.items = null;
     this.asked = false;
-    this.#asked.clear();
+    // Commands sent on an earlier connection are never answered: what
+    // waits for them waits no more.
+    for (const ref of [...this.#asked.keys()]) this.#answered(ref, false, null);
     this.proposals = new Map(
       proposalsOf(event.proposed).map((p) => [p.proposal, p]),
     );

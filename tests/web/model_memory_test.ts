@@ -178,6 +178,15 @@ Deno.test("a remember, a rewrite and a forget of this page's find their outcome 
   // Another client's change is no outcome of this page's.
   feed(model, { type: "memories", items: [], ref: "web-other-1" });
   assert.deepEqual(model.memory.takeOutcomes(), []);
+  // A command whose connection dropped before its answer waits no more.
+  model.memory.sent("web-8", { kind: "edit", id: 3 });
+  model.memory.sent("web-9", { kind: "answer", proposal: "p1" });
+  feed(model, hello());
+  assert.deepEqual(model.memory.takeOutcomes(), [
+    { kind: "edit", id: 3, ok: false },
+    { kind: "answer", id: null, ok: false },
+  ]);
+  assert.deepEqual([...model.memory.answering], []);
 });
 
 Deno.test("facts proposed show from hello and proposed, and close on decided from any client", () => {
