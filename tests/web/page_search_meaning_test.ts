@@ -190,10 +190,12 @@ pageTest(
         0.24,
       );
       // The list above it keeps its place.
+      await shows(page, "#list", "Sorting a list of dicts");
       const before = await page.$eval(
         "#list li:first-child",
         (n) => n.getBoundingClientRect().top,
       );
+      assert.ok(before > 0, `the first entry is ${before}px down`);
       await daemon.send({ type: "indexing", done: 3_000, total: 5_000 });
       await shows(page, "#indexing", "3,000 of 5,000");
       assert.deepEqual(await overflows(page), [], `${size.name} wide`);
