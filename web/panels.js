@@ -42,7 +42,10 @@ export class Panels {
   drawer(/** @type {boolean} */ open) {
     document.body.classList.toggle("drawer-open", open);
     $("menu").setAttribute("aria-expanded", String(open));
-    if (open) this.actions(false);
+    if (!open) return;
+    this.actions(false);
+    // The panel would stand over the drawer.
+    this.memories(false);
   }
 
   /** Opens or closes the conversation's actions menu (small screens). */
