@@ -23,7 +23,7 @@ import {
   valueOf,
 } from "./memory_steps.ts";
 import { box, overflows } from "./measure.ts";
-import { hidden, pageTest, shows, stack } from "./scripted_daemon.ts";
+import { hidden, pageTest, POLL, shows, stack } from "./scripted_daemon.ts";
 
 /** The page on conversation 7, carrying two memories; the list answered. */
 async function withMemories(size: { width: number; height: number }) {
@@ -327,5 +327,34 @@ pageTest(
       daemon.received.some((line) => line.type === "memories"),
       false,
     );
+  },
+);
+
+pageTest(
+  "on a phone the sidebar's Memories opens the panel in place of the drawer, and ☰ the drawer in place of the panel",
+  async () => {
+    await using s = await withMemories({ width: 390, height: 844 });
+    const { page, daemon } = s;
+    const drawerOpen = () =>
+      page.evaluate(`document.body.classList.contains("drawer-open")`);
+    await page.click("#menu");
+    await page.waitForFunction(
+      `document.getElementById("sidebar").getBoundingClientRect().left >= 0`,
+      POLL,
+    );
+    await page.click("#memories-open");
+    const asked = await daemon.command("memories");
+    await daemon.send({ type: "memories", items: MEMORIES, ref: asked.ref });
+    await shows(page, "#memory-list", "Prefers metric units");
+    assert.equal(await drawerOpen(), false);
+    await shows(page, "#memories-open", "Memories · 2");
+    // The drawer slides away before ☰ is in reach again.
+    await page.waitForFunction(
+      `document.getElementById("sidebar").getBoundingClientRect().right <= 0`,
+      POLL,
+    );
+    await page.click("#menu");
+    assert.equal(await drawerOpen(), true);
+    assert.equal(await hidden(page, "#memories-panel"), true);
   },
 );
