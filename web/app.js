@@ -129,7 +129,9 @@ function download(
   });
   const link = document.createElement("a");
   link.href = URL.createObjectURL(blob);
-  link.download = `conversation-${event.id}.${json ? "json" : "md"}`;
+  // Without an id it is the memories (`export_memories`).
+  const name = event.id === undefined ? "memories" : `conversation-${event.id}`;
+  link.download = `${name}.${json ? "json" : "md"}`;
   document.body.append(link);
   link.click();
   link.remove();

@@ -7,9 +7,11 @@
  */
 import { bindAttach } from "./attach.js";
 import { $ } from "./dom.js";
+import { bindMemories } from "./memory_controls.js";
 import { isStored } from "./model.js";
 import { Panels } from "./panels.js";
 import { SearchBox } from "./search_box.js";
+import { copyCode } from "./turn_view.js";
 
 /** @typedef {import("./model.js").CanvasModel} CanvasModel */
 /** @typedef {import("./model.js").Part} Part */
@@ -27,29 +29,6 @@ import { SearchBox } from "./search_box.js";
  */
 
 /**
- * Copies a code block's text, with a word on the button that it did.
- * @param {HTMLButtonElement} copy
- * @param {CanvasView} view
- */
-async function copyCode(copy, view) {
-  const code = copy.closest(".code-block")?.querySelector("code");
-  const text = code?.textContent ?? "";
-  try {
-    await navigator.clipboard.writeText(text);
-    copy.textContent = "Copied";
-  } catch {
-    view.notice(
-      "The browser did not let the page copy: select the code and copy it.",
-      "error",
-    );
-    return;
-  }
-  setTimeout(() => {
-    copy.textContent = "Copy";
-  }, 1500);
-}
-
-/**
  * Binds every control of the page.
  * @param {{model: CanvasModel, view: CanvasView, send: Send}} parts
  * @returns {Controls}
@@ -58,6 +37,7 @@ export function bindControls({ model, view, send }) {
   const input = /** @type {HTMLTextAreaElement} */ ($("input"));
   const panels = new Panels();
   const search = new SearchBox(model, send, () => view.drawList(model));
+  const memories = bindMemories({ model, view, send, panels });
   const attach = bindAttach({
     input,
     notice: (text, kind) => view.notice(text, kind),
@@ -344,6 +324,7 @@ export function bindControls({ model, view, send }) {
       KeyR: retry,
       KeyL: toggleListen,
       KeyU: attach.pick,
+      ...memories.keys(),
       ...(waiting
         ? {
           KeyA: () => answerConfirm(waiting.call, true),
@@ -368,6 +349,7 @@ export function bindControls({ model, view, send }) {
   return {
     drawn(changed) {
       search.drawn(changed);
+      memories.drawn(changed);
     },
     conversationShown(event) {
       if (!askedPrivate) return;

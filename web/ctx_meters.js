@@ -58,7 +58,7 @@ export class CtxMeters {
     this.#lastDone = key;
   }
 
-  /** A `ctx` event, for the conversation it names (without an id: the last reply's, else `fallback`). */
+  /** A `ctx` event, for the conversation it names (without an id: the last reply's, else `fallback`); returns that one's key. */
   measured(/** @type {CtxEvent} */ event, /** @type {string} */ fallback) {
     const ctx = ctxOf(event);
     this.#max = ctx.max ?? this.#max;
@@ -66,6 +66,7 @@ export class CtxMeters {
       ? `id:${event.id}`
       : this.#lastDone || fallback;
     this.#byKey.set(key, ctx);
+    return key;
   }
 
   /** The context size llama-server reported. */

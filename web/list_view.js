@@ -1,7 +1,11 @@
 // @ts-check
 /// <reference lib="dom" />
-/** The sidebar: the conversations, or the search results while searching. */
-import { $, el, placeChildren } from "./dom.js";
+/**
+ * The sidebar: the conversations, or the search results while searching
+ * (those found by meaning tagged so, and "words only" offered while the
+ * daemon searches by meaning too), and how far its indexing is.
+ */
+import { $, el, numbers, placeChildren } from "./dom.js";
 import { NO_DAEMON } from "./model.js";
 
 /** @typedef {import("./model.js").CanvasModel} CanvasModel */
@@ -54,6 +58,9 @@ export function snippet(hit) {
   return span;
 }
 
+/** @type {Record<string, string>} The tag of a result found by meaning. */
+const BY_TAGS = { meaning: "by meaning", both: "also by meaning" };
+
 /**
  * The entries drawn last, by conversation id. An entry is kept and changed
  * in place, never replaced: a click pressed on an entry that is swapped
@@ -70,7 +77,13 @@ const entries = new Map();
  */
 function entryFor(item, current) {
   const shown = "snippet" in item
-    ? [item.snippet, item.text ?? null, item.marks ?? null, item.file ?? null]
+    ? [
+      item.snippet,
+      item.text ?? null,
+      item.marks ?? null,
+      item.file ?? null,
+      item.by ?? null,
+    ]
     : item.updated ?? null;
   const drawn = JSON.stringify([item.title, current, shown]);
   let entry = entries.get(item.id);
@@ -93,6 +106,9 @@ function entryFor(item, current) {
     if (item.file !== undefined) {
       parts.push(el("span", "conv-file", `in ${item.file}`));
     }
+    // Words it shares are marked; a match by meaning alone has none.
+    const tag = BY_TAGS[item.by ?? "words"];
+    if (tag) parts.push(el("span", "by-tag", tag));
     parts.push(snippet(item));
   } else if (typeof item.updated === "number") {
     parts.push(
@@ -108,6 +124,9 @@ export function drawList(/** @type {CanvasModel} */ model) {
   const list = $("list");
   const searching = model.results !== null;
   $("list-label").textContent = searching ? "Results" : "Conversations";
+  $("words-only-box").hidden = !searching || model.meaning !== true;
+  /** @type {HTMLInputElement} */ ($("words-only")).checked = model.wordsOnly;
+  drawIndexing(model);
   /** @type {({id: number, title: string, updated?: number} | Hit)[]} */
   const items = model.results ?? model.conversations;
   /** @type {HTMLLIElement[]} */
@@ -128,4 +147,17 @@ export function drawList(/** @type {CanvasModel} */ model) {
     : undefined;
   placeChildren(list, nodes);
   if (focused !== undefined && focused.isConnected) focused.focus();
+}
+
+/** How many turns have their vector for search by meaning, while that runs. */
+function drawIndexing(/** @type {CanvasModel} */ model) {
+  const indexing = model.indexing;
+  $("indexing").hidden = indexing === null;
+  if (indexing === null) return;
+  $("indexing-text").textContent = `Indexing for search by meaning: ${
+    numbers.format(indexing.done)
+  } of ${numbers.format(indexing.total)} turns`;
+  const bar = /** @type {HTMLProgressElement} */ ($("indexing-bar"));
+  bar.max = Math.max(1, indexing.total);
+  bar.value = indexing.done;
 }

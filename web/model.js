@@ -28,6 +28,8 @@ import {
 } from "./model_turns.js";
 import { CtxMeters } from "./ctx_meters.js";
 import { TurnFiles } from "./files_model.js";
+import { MemoryModel } from "./memory_model.js";
+import { refusal } from "./refusals.js";
 import { SidebarModel } from "./sidebar_model.js";
 
 export { isStored };
@@ -44,9 +46,10 @@ export { isStored };
 /** @typedef {import("./model_parts.js").Confirm} Confirm */
 /** @typedef {import("./model_parts.js").Notice} Notice */
 /**
- * The parts of the page an event can change (`files`: a picture fetched).
+ * The parts of the page an event can change (`files`: a picture fetched;
+ * `memories`: their list or how many the conversation shown carries).
  * @typedef {"turns" | "pending" | "status" | "list" | "confirms" | "notices"
- *   | "files"} Part
+ *   | "files" | "memories" | "proposals"} Part
  */
 /**
  * The page's link to the daemon: `down` with the close code the bridge
@@ -94,6 +97,8 @@ export class CanvasModel extends SidebarModel {
   notices = [];
   /** What this page sent with its questions, and the pictures it fetched. */
   files = new TurnFiles();
+  /** The memories, how many the conversation shown carries, the facts proposed. */
+  memory = new MemoryModel();
   #meters = new CtxMeters();
   #fresh = 0;
 
@@ -249,7 +254,11 @@ export class CanvasModel extends SidebarModel {
         this.#error(event, changed);
         break;
       case "ctx":
-        this.#meters.measured(event, this.current.key);
+        // Its count of memories is the shown conversation's if it measured that one.
+        if (
+          this.#meters.measured(event, this.current.key) === this.current.key &&
+          this.memory.carry(event.memories)
+        ) changed.add("memories");
         changed.add("status");
         break;
       case "backend":
@@ -281,6 +290,7 @@ export class CanvasModel extends SidebarModel {
       default:
         if (this.applyList(event)) changed.add("list").add("status");
     }
+    for (const part of this.memory.apply(event)) changed.add(part);
     if (this.notices.length > 0) changed.add("notices");
     return changed;
   }
@@ -310,7 +320,7 @@ export class CanvasModel extends SidebarModel {
       : null;
     this.canListen = true;
     // Commands sent on an earlier connection are never answered.
-    this.searches.clear();
+    this.helloSidebar(event);
     this.listens.clear();
     this.files.reconnected();
   }
@@ -322,26 +332,8 @@ export class CanvasModel extends SidebarModel {
       this.#failed(event, changed);
       return;
     }
-    // A thumbnail that cannot be had is no fault of the reader's: its chip
-    // stays, and nothing is told.
-    if (this.files.refused(event.ref)) {
-      changed.add("files");
-      return;
-    }
-    const message = String(event.message ?? "error");
-    if (event.ref !== undefined) this.searches.delete(event.ref);
-    if (event.ref !== undefined && this.listens.delete(event.ref)) {
-      if (event.code === "unknown_command") {
-        this.canListen = false;
-        changed.add("status");
-        this.#notice(
-          `This daemon cannot listen (it answered: ${message}); update it to use the microphone.`,
-          "error",
-        );
-        return;
-      }
-    }
-    this.#notice(message, "error");
+    const told = refusal(this, event, changed);
+    if (told !== null) this.#notice(told, "error");
   }
 
   /** @param {Done} event @param {Set<Part>} changed */

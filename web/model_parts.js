@@ -187,6 +187,8 @@ export function hitOf(item) {
   };
   // A match inside a file would read as the conversation's own words.
   if (typeof item?.file === "string") hit.file = item.file;
+  const by = item?.by;
+  if (by === "words" || by === "meaning" || by === "both") hit.by = by;
   const text = item?.text;
   const marks = item?.marks;
   if (typeof text !== "string" || !Array.isArray(marks)) return hit;

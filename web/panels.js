@@ -3,7 +3,8 @@
 /**
  * What folds away on a small screen: the sidebar becomes a drawer, the
  * conversation's actions a menu, and the keyboard shortcuts a help panel
- * (on a wide screen the shortcuts also stand in the footer).
+ * (on a wide screen the shortcuts also stand in the footer); and the
+ * memories panel, over the conversation at any size.
  */
 import { $ } from "./dom.js";
 
@@ -33,11 +34,18 @@ export class Panels {
     return !$("keys-help").hidden;
   }
 
+  get memoriesOpen() {
+    return !$("memories-panel").hidden;
+  }
+
   /** Opens or closes the sidebar drawer (small screens). */
   drawer(/** @type {boolean} */ open) {
     document.body.classList.toggle("drawer-open", open);
     $("menu").setAttribute("aria-expanded", String(open));
-    if (open) this.actions(false);
+    if (!open) return;
+    this.actions(false);
+    // The panel would stand over the drawer.
+    this.memories(false);
   }
 
   /** Opens or closes the conversation's actions menu (small screens). */
@@ -52,12 +60,26 @@ export class Panels {
     $("help").setAttribute("aria-expanded", String(open));
   }
 
-  /** Closes whatever is open; false when nothing was. */
-  closeAll() {
-    const any = this.drawerOpen || this.actionsOpen || this.helpOpen;
+  /** Shows or hides the memories panel; the drawer and the menus make way. */
+  memories(/** @type {boolean} */ open) {
+    $("memories-panel").hidden = !open;
+    for (const id of ["memories-open", "memories-count"]) {
+      $(id).setAttribute("aria-expanded", String(open));
+    }
+    if (!open) return;
     this.drawer(false);
     this.actions(false);
     this.help(false);
+  }
+
+  /** Closes whatever is open; false when nothing was. */
+  closeAll() {
+    const any = this.drawerOpen || this.actionsOpen || this.helpOpen ||
+      this.memoriesOpen;
+    this.drawer(false);
+    this.actions(false);
+    this.help(false);
+    this.memories(false);
     return any;
   }
 

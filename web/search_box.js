@@ -2,7 +2,8 @@
 /// <reference lib="dom" />
 /**
  * The search box: a search as the reader types (a short pause first),
- * Enter takes the first result, ↓ goes into the list, Esc empties it.
+ * Enter takes the first result, ↓ goes into the list, Esc empties it; and
+ * "words only", offered while the daemon also searches by meaning.
  */
 import { $ } from "./dom.js";
 
@@ -42,6 +43,11 @@ export class SearchBox {
       else this.#timer = setTimeout(() => this.run(), SEARCH_DELAY_MS);
     });
     field.addEventListener("keydown", (event) => this.#key(event));
+    const words = /** @type {HTMLInputElement} */ ($("words-only"));
+    words.addEventListener("change", () => {
+      model.wordsOnly = words.checked;
+      this.run();
+    });
   }
 
   /** Focuses the first entry of the list. */
@@ -62,12 +68,21 @@ export class SearchBox {
     }
     // This query's results are shown or on their way (Enter after typing).
     if (q === model.query && model.searching(q)) return;
-    const ref = this.#send({ type: "search", q, limit: SEARCH_LIMIT });
+    const ref = this.#send({
+      type: "search",
+      q,
+      limit: SEARCH_LIMIT,
+      ...(model.wordsOnly ? { by: "words" } : {}),
+    });
     if (ref !== null) model.searchSent(ref, q);
   }
 
-  /** The list was drawn: focus the first result if Enter asked for it. */
+  /** The list was drawn: focus the first result if Enter asked for it, search again if due. */
   drawn(/** @type {Set<Part>} */ changed) {
+    if (this.#model.askAgain) {
+      this.#model.askAgain = false;
+      this.run();
+    }
     if (
       this.#focusFirst && changed.has("list") &&
       this.#model.resultsFor === this.field.value

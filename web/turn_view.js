@@ -215,3 +215,26 @@ export function fillTurn(parts, turn, { live }) {
       `${timings.prompt_n} prompt tokens evaluated, ${timings.cache_n} taken from llama-server's cache; ${timings.predicted_n} tokens generated`;
   }
 }
+
+/**
+ * Copies a code block's text, with a word on the button that it did.
+ * @param {HTMLButtonElement} copy
+ * @param {{notice(text: string, kind: "info" | "error"): void}} view
+ */
+export async function copyCode(copy, view) {
+  const code = copy.closest(".code-block")?.querySelector("code");
+  const text = code?.textContent ?? "";
+  try {
+    await navigator.clipboard.writeText(text);
+    copy.textContent = "Copied";
+  } catch {
+    view.notice(
+      "The browser did not let the page copy: select the code and copy it.",
+      "error",
+    );
+    return;
+  }
+  setTimeout(() => {
+    copy.textContent = "Copy";
+  }, 1500);
+}

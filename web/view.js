@@ -13,6 +13,8 @@ import { places } from "./files_model.js";
 import { renderMarkdown } from "./markdown.js";
 import { isStored } from "./model.js";
 import { drawList, emptyListText } from "./list_view.js";
+import { MemoryPanel } from "./memory_view.js";
+import { ProposalCards } from "./proposal_view.js";
 import { drawStatus } from "./status_view.js";
 import { adopt, fillTurn, turnActions, turnParts } from "./turn_view.js";
 
@@ -60,6 +62,8 @@ export class CanvasView {
     this.log = $("log");
     /** The turns' pictures; app.js tells it how to fetch one. */
     this.thumbs = new Thumbs(this.log);
+    this.memories = new MemoryPanel();
+    this.proposals = new ProposalCards();
     this.log.addEventListener("scroll", () => {
       this.#pinned = this.#nearBottom();
     }, { passive: true });
@@ -92,6 +96,11 @@ export class CanvasView {
     if (changed.has("list")) drawList(model);
     if (changed.has("confirms")) this.drawConfirms(model);
     if (changed.has("files")) this.thumbs.fill(model.files.pictures);
+    // A memory's source is named by its conversation's title.
+    if (changed.has("memories") || changed.has("list")) {
+      this.memories.draw(model);
+    }
+    if (changed.has("proposals")) this.proposals.draw(model);
   }
 
   /** Redraws the sidebar alone. */
@@ -196,6 +205,15 @@ export class CanvasView {
     if (opened && newest instanceof HTMLElement) this.#reveal(newest);
   }
 
+  /** Scrolls to a stored turn (0-based) and marks it a moment: where a memory came from. */
+  revealTurn(/** @type {number} */ index) {
+    const turn = this.log.querySelectorAll(".turn")[index];
+    if (!(turn instanceof HTMLElement)) return;
+    this.#reveal(turn);
+    turn.classList.add("sought");
+    setTimeout(() => turn.classList.remove("sought"), 2500);
+  }
+
   /** The reply in flight, when it belongs to the conversation shown. */
   drawPending(/** @type {CanvasModel} */ model) {
     const pending = model.shownPending;
@@ -295,16 +313,20 @@ export class CanvasView {
 }
 
 /**
- * One waiting call: what it runs, Allow and Deny.
+ * What a waiting call asks: the model's `remember` as a sentence, any
+ * other tool with its arguments.
  * @param {Confirm} item
  */
-function confirmRow(item) {
-  const row = el("div", "confirm");
-  row.dataset.call = String(item.call);
+function confirmText(item) {
+  const text = el("span", "confirm-text");
+  const fact = item.args?.text;
+  if (item.tool === "remember" && typeof fact === "string") {
+    text.append(el("b", "", "Remember:"), ` “${fact}”?`);
+    return text;
+  }
   const args = typeof item.args === "string"
     ? item.args
     : JSON.stringify(item.args ?? {});
-  const text = el("span", "confirm-text");
   text.append(
     "Run ",
     el("b", "", String(item.tool ?? "a tool")),
@@ -312,6 +334,17 @@ function confirmRow(item) {
     el("code", "", args.length > 400 ? `${args.slice(0, 400)}…` : args),
     "?",
   );
+  return text;
+}
+
+/**
+ * One waiting call: what it runs, Allow and Deny.
+ * @param {Confirm} item
+ */
+function confirmRow(item) {
+  const row = el("div", "confirm");
+  row.dataset.call = String(item.call);
+  const text = confirmText(item);
   const allow = el("button", "allow", "Allow");
   allow.type = "button";
   const deny = el("button", "deny", "Deny");

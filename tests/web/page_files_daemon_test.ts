@@ -24,6 +24,9 @@ import {
 } from "./file_steps.ts";
 import { pageTest, POLL, shows } from "./scripted_daemon.ts";
 
+/** A model served with its `--mmproj`: it reads pictures. */
+const VISION = { id: "/srv/models/vision.gguf", vision: true };
+
 /** Picks files with the Attach button (or Alt+U, with `keys`) and waits until each is read. */
 async function attach(page: Page, paths: string[], keys = false) {
   await pick(page, paths, keys);
@@ -56,7 +59,7 @@ function questionParts(body: unknown): { type: string }[] {
 pageTest(
   "a picture and a text file from the page reach the model, show in the log, and a second tab fetches the picture",
   async () => {
-    await using llm = await FakeLlm.start();
+    await using llm = await FakeLlm.start({ models: [VISION] });
     await using daemon = await Daemon.start({ llmUrl: llm.url });
     await using web = await WebProcess.start(
       daemon.paths.socketPath,
@@ -121,7 +124,7 @@ pageTest(
 pageTest(
   "a private conversation's picture shows in the tab that sent it, and as a chip alone in another",
   async () => {
-    await using llm = await FakeLlm.start();
+    await using llm = await FakeLlm.start({ models: [VISION] });
     await using daemon = await Daemon.start({ llmUrl: llm.url });
     await using web = await WebProcess.start(
       daemon.paths.socketPath,

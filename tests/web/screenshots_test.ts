@@ -3,7 +3,8 @@
  * realistic conversation at 1280×900, 640×900 and 390×844 in the light and
  * the dark theme, the page with a turn that carried a picture and a file
  * and two more attached in the composer (1280 and 390 wide, both themes),
- * and `chat` on a pseudo-terminal answering in Markdown.
+ * the memories panel and the facts proposed as cards (1280 and 390 wide,
+ * both themes), and `chat` on a pseudo-terminal answering in Markdown.
  * Every run takes them (they must draw without a script error); they are
  * written to the repository only when `SCREENSHOTS` names the folder
  * (`SCREENSHOTS=docs/images deno task test`), else to the temporary
@@ -29,6 +30,7 @@ import {
   SUMMARY_EVENT,
 } from "./conversation_fixture.ts";
 import { filesScene } from "./files_scene.ts";
+import { memoryScene } from "./memory_scene.ts";
 import { pageTest, shows, skip, stack } from "./scripted_daemon.ts";
 import { terminalHtml } from "./terminal_picture.ts";
 
@@ -93,6 +95,30 @@ pageTest(
         assert.ok(bytes < 400_000, `${path} is ${bytes} bytes`);
       }
       assert.deepEqual(browser.errors, []);
+    }
+  },
+);
+
+pageTest(
+  "pictures of the memories panel and of facts proposed as cards, at 1280 and 390 wide in both themes",
+  async () => {
+    await Deno.mkdir(DIR, { recursive: true });
+    for (const size of SIZES.filter((s) => s.name !== "640")) {
+      for (const panel of [true, false]) {
+        await using s = await memoryScene(size, { panel, search: true });
+        const { page, browser } = s;
+        for (const theme of ["light", "dark"]) {
+          await page.emulateMediaFeatures([
+            { name: "prefers-color-scheme", value: theme },
+          ]);
+          const name = panel ? "memories" : "proposals";
+          const path = join(DIR, `page-${name}-${size.name}-${theme}.png`);
+          await page.screenshot({ path: path as `${string}.png` });
+          const bytes = (await Deno.stat(path)).size;
+          assert.ok(bytes < 400_000, `${path} is ${bytes} bytes`);
+        }
+        assert.deepEqual(browser.errors, []);
+      }
     }
   },
 );
