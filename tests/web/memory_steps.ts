@@ -4,7 +4,7 @@
  * over what a field holds, and a download waited for.
  */
 import { join } from "node:path";
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import type { MemoryView, ProposalView } from "../../src/protocol/protocol.ts";
 import { POLL } from "./scripted_daemon.ts";
 

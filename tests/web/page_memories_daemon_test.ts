@@ -8,7 +8,7 @@
  * Chromium is missing.
  */
 import assert from "node:assert/strict";
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import { screenshot, TestBrowser } from "../support/browser.ts";
 import { Daemon } from "../support/daemon_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";

@@ -6,7 +6,7 @@
  * and the indexing line while it runs and gone at its end.
  */
 import assert from "node:assert/strict";
-import type { Page } from "puppeteer-core";
+import type { Page } from "../support/puppeteer.ts";
 import { screenshot } from "../support/browser.ts";
 import { LISTED } from "./conversation_fixture.ts";
 import { SIZES } from "./file_steps.ts";
