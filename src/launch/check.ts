@@ -9,6 +9,7 @@ import { type Config, loadConfig } from "../base/config.ts";
 import { type Paths, resolvePaths } from "../base/paths.ts";
 import { DatabaseSync } from "node:sqlite";
 import { llmLines } from "./check_model.ts";
+import { knowledgeLines } from "./check_knowledge.ts";
 import {
   type CheckLine,
   type CheckOptions,
@@ -84,6 +85,7 @@ export async function* checks(
     yield* llmLines(paths, config, options);
   }
   yield* historyLines(paths);
+  if (config !== null) yield* knowledgeLines(paths, config, options);
 }
 
 function grantsLine(paths: Paths, config: Config): CheckLine {

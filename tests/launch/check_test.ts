@@ -91,6 +91,8 @@ Deno.test("check against the fake llama-server: every line ok, exit 0, and no da
     "ok   model: /srv/models/tiny.gguf (single model), context 4096 tokens, 1024 kept for the reply (reply_reserve)",
     "ok   prompt cache: not learnt yet for this model: the daemon learns it from the first requests after the history window moves; with compact on it moves in blocks, one summary a block",
     `ok   history: no database yet at ${home.dbPath}: the daemon creates it at its first start`,
+    "ok   memories: none kept yet; carried in each new conversation within 300 tokens",
+    "ok   embeddings: search by meaning is off (embed_url is empty): search is by words",
   ]);
   assert.equal(await exists(home.dbPath), false);
   assert.ok(llm.requests.some((r) => r.path === "/health"));
@@ -386,4 +388,37 @@ Deno.test("check beside a running daemon only reads the history, and the daemon 
   } finally {
     await Deno.remove(home, { recursive: true });
   }
+});
+
+Deno.test("check counts the memories, and says whether the embedding server answers and how far the vectors are", async () => {
+  await using llm = await FakeLlm.start();
+  await using embedder = await FakeLlm.start({
+    models: [{ id: "/srv/models/embed.gguf", embeddings: true }],
+  });
+  await using home = await makeHome(
+    `llm_url = "${llm.url}"\ntools_dirs = []\nembed_url = "${embedder.url}"\n`,
+  );
+  {
+    using store = new Store(home.dbPath);
+    store.saveTurn(null, {
+      user: "Hi",
+      reply: "Hello",
+      tools: [],
+      messages: [],
+    });
+    store.memories.add("Likes tea");
+    store.memories.add("Lives in Oslo");
+  }
+  const { lines } = await check(home);
+  assert.deepEqual(lines.slice(-3), [
+    "ok   memories: 2 kept; carried in each new conversation within 300 tokens",
+    `ok   embeddings: ${embedder.url} answers: model /srv/models/embed.gguf, 64 dimensions`,
+    "ok   indexing: 0 of 1 turns have their vector; the daemon makes the rest in the background",
+  ]);
+  await embedder.stop();
+  const down = await check(home);
+  assert.match(
+    down.lines.at(-1)!,
+    /^fail embeddings: embedding server: unreachable at .*: search by meaning waits for it \(search by words still works\)$/,
+  );
 });
