@@ -93,6 +93,7 @@ export class Assistant implements Disposable {
     });
     const indexing = this.#options.indexer?.progress;
     if (indexing) Object.assign(hello, { indexing });
+    Object.assign(hello, { meaning: Boolean(this.#options.meaning) });
     return Object.assign(hello, { listening: this.#listening });
   }
 

@@ -189,6 +189,8 @@ export type Event =
     proposed?: ProposalView[];
     /** How far the turns' vectors for search by meaning are, while they are being made; absent otherwise. */
     indexing?: { done: number; total: number };
+    /** Whether search by meaning is on (`embed_url` set); always sent by this daemon. */
+    meaning?: boolean;
   }
   | { type: "state"; state: State; tool?: string }
   | {
