@@ -53,6 +53,14 @@ const ROW_IDS = [
   "voice.first_chunk",
   "voice.overhead",
   "voice.stop",
+  "files.follow_up",
+  "files.ask",
+  "files.search",
+  "memories.steady.shift",
+  "memories.steady.noshift",
+  "memories.first",
+  "memories.ask_during_proposal",
+  "meaning.first_token",
 ];
 
 Deno.test("bench --smoke produces every row of the table and writes the report", async () => {

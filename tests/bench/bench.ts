@@ -34,6 +34,9 @@ import { STREAM_SIZES, streamBenchmarks } from "./stream_bench.ts";
 import { WEB_SIZES, webBenchmarks } from "./web_bench.ts";
 import { VOICE_SIZES, voiceBenchmarks } from "./voice_bench.ts";
 import { PROMPT_SIZES, promptBenchmarks } from "./prompt_bench.ts";
+import { filesBenchmarks } from "./files_bench.ts";
+import { MEMORIES_SIZES, memoriesBenchmarks } from "./memory_bench.ts";
+import { meaningBenchmarks } from "./meaning_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -49,6 +52,9 @@ export const GROUPS = [
   "context",
   "prompt",
   "voice",
+  "files",
+  "memory",
+  "meaning",
 ] as const;
 
 /** One group's name. */
@@ -208,6 +214,15 @@ export async function runBench(
         return await promptBenchmarks(PROMPT_SIZES[mode], options.smoke);
       case "voice":
         return await voiceBenchmarks(VOICE_SIZES[mode], options.smoke);
+      case "files":
+        return await filesBenchmarks({ ...history, mode }, options.smoke);
+      case "memory":
+        return await memoriesBenchmarks(MEMORIES_SIZES[mode], options.smoke);
+      case "meaning":
+        return await meaningBenchmarks(
+          { ...history, mode },
+          options.smoke,
+        );
     }
   };
   try {
