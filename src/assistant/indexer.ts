@@ -177,18 +177,17 @@ export class Indexer implements Disposable {
       this.#progress = null;
       return true;
     }
-    let kept = 0;
-    for (const [i, row] of rows.entries()) {
-      const vector = embedded.vectors[i]!;
-      if (
-        this.#o.vectors.put(
-          row.turn,
-          model,
-          vector.length,
-          this.#o.encode(vector),
-        )
-      ) kept++;
-    }
+    const kept = this.#o.vectors.putAll(
+      model,
+      rows.map((row, i) => {
+        const vector = embedded.vectors[i]!;
+        return {
+          turn: row.turn,
+          dim: vector.length,
+          data: this.#o.encode(vector),
+        };
+      }),
+    );
     range.below = rows.at(-1)!.turn;
     if (this.#progress) this.#progress.done += kept;
     this.#report(false);

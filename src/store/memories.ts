@@ -83,16 +83,16 @@ export function memoryOf(row: Record<string, unknown>): StoredMemory {
 export class Memories {
   readonly #sql: MemoryStatements;
   readonly #now: () => number;
-  readonly #wrote: () => void;
+  readonly #write: <T>(work: () => T) => T;
 
-  /** Memories over prepared statements; `wrote` books each change for upkeep. */
+  /** Memories over prepared statements; `write` runs a change in one transaction and books it for upkeep. */
   constructor(
     sql: MemoryStatements,
-    options: { now: () => number; wrote: () => void },
+    options: { now: () => number; write: <T>(work: () => T) => T },
   ) {
     this.#sql = sql;
     this.#now = options.now;
-    this.#wrote = options.wrote;
+    this.#write = options.write;
   }
 
   #seconds(): number {
@@ -112,36 +112,36 @@ export class Memories {
   /** Keeps a new memory; returns its id. */
   add(text: string, source: StoredMemory["source"] = null): number {
     const now = this.#seconds();
-    const result = this.#sql.insert.run(
-      text,
-      now,
-      now,
-      source?.id ?? null,
-      source?.turn ?? null,
+    const result = this.#write(() =>
+      this.#sql.insert.run(
+        text,
+        now,
+        now,
+        source?.id ?? null,
+        source?.turn ?? null,
+      )
     );
-    this.#wrote();
     return Number(result.lastInsertRowid);
   }
 
   /** Rewrites a memory, which becomes the newest; false when there is no such memory. */
   rewrite(id: number, text: string): boolean {
-    const changed =
-      Number(this.#sql.rewrite.run(text, this.#seconds(), id).changes) > 0;
-    if (changed) this.#wrote();
-    return changed;
+    const now = this.#seconds();
+    return this.#write(() =>
+      Number(this.#sql.rewrite.run(text, now, id).changes) > 0
+    );
   }
 
   /** Deletes a memory; false when there is no such memory. */
   forget(id: number): boolean {
-    const changed = Number(this.#sql.forget.run(id).changes) > 0;
-    if (changed) this.#wrote();
-    return changed;
+    return this.#write(() => Number(this.#sql.forget.run(id).changes) > 0);
   }
 
   /** Records a fact the user refused, so it is never proposed again. */
   refuse(text: string): void {
-    this.#sql.refuse.run(folded(text), text, this.#seconds());
-    this.#wrote();
+    this.#write(() =>
+      this.#sql.refuse.run(folded(text), text, this.#seconds())
+    );
   }
 
   /** The refused facts, folded. */
@@ -156,7 +156,6 @@ export class Memories {
 
   /** Records how many of a conversation's first turns were read for facts. */
   setRead(conversation: number, turns: number): void {
-    this.#sql.setRead.run(turns, conversation);
-    this.#wrote();
+    this.#write(() => this.#sql.setRead.run(turns, conversation));
   }
 }

@@ -130,9 +130,9 @@ export class Store implements Disposable {
       upkeep.deferMs = options.upkeepDeferMs;
     }
     this.#upkeep = new Upkeep(this.#db, this.#sql, upkeep);
-    const wrote = () => this.#upkeep.wrote();
-    this.memories = new Memories(prepared.memory, { now: this.#now, wrote });
-    this.vectors = new Vectors(prepared.vectors, { wrote });
+    const write = <T>(work: () => T) => this.#write(work);
+    this.memories = new Memories(prepared.memory, { now: this.#now, write });
+    this.vectors = new Vectors(prepared.vectors, { write });
   }
 
   /** Saves one turn in one transaction; returns its conversation id (new when `conversation` is null). */

@@ -58,12 +58,15 @@ export function prepareVectorStatements(db: DatabaseSync): VectorStatements {
 /** The vectors of one history file, through the store's connection. */
 export class Vectors {
   readonly #sql: VectorStatements;
-  readonly #wrote: () => void;
+  readonly #write: <T>(work: () => T) => T;
 
-  /** Vectors over prepared statements; `wrote` books each change for upkeep. */
-  constructor(sql: VectorStatements, options: { wrote: () => void }) {
+  /** Vectors over prepared statements; `write` runs work in one transaction and books it for upkeep. */
+  constructor(
+    sql: VectorStatements,
+    options: { write: <T>(work: () => T) => T },
+  ) {
     this.#sql = sql;
-    this.#wrote = options.wrote;
+    this.#write = options.write;
   }
 
   /** The highest turn id there is, plus one: where a backlog starts; 1 for none. */
@@ -96,11 +99,22 @@ export class Vectors {
     }));
   }
 
-  /** Keeps a turn's vector (encoded); false when the turn is gone. */
-  put(turn: number, model: string, dim: number, data: Uint8Array): boolean {
-    const kept = Number(this.#sql.put.run(turn, model, dim, data).changes) > 0;
-    if (kept) this.#wrote();
-    return kept;
+  /**
+   * Keeps a batch of vectors (encoded) in one transaction, so a batch costs
+   * one sync of the file; returns how many were kept (a turn deleted
+   * meanwhile gets none).
+   */
+  putAll(
+    model: string,
+    batch: readonly { turn: number; dim: number; data: Uint8Array }[],
+  ): number {
+    return this.#write(() => {
+      let kept = 0;
+      for (const { turn, dim, data } of batch) {
+        kept += Number(this.#sql.put.run(turn, model, dim, data).changes);
+      }
+      return kept;
+    });
   }
 
   /** The turns there are, and how many have a vector of `model`. */

@@ -117,8 +117,11 @@ function limitOf(body: Record<string, unknown>): number {
   const question = messages.at(-1)!;
   const before = messages.at(-2);
   const tail = before?.role === "assistant" ? [before] : [];
+  // The question and the last reply alone: the tool schemas are part of the
+  // cached start, not of a turn's new tokens.
+  const { tools: _tools, ...rest } = body;
   return promptTokens({
-    ...body,
+    ...rest,
     messages: [...tail, { ...question, content: askedQuestion(body) }],
   });
 }

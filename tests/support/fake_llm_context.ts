@@ -16,12 +16,17 @@ const PIECE = / ?[\p{L}\p{M}\p{N}]{1,5}|[\s\S]/gu;
 export function tokenPieces(text: string): string[] {
   const pieces: string[] = [];
   let at = 0;
+  // One push per piece: a spread of a long text's pieces would pass the
+  // engine's limit on a call's arguments.
+  const add = (part: string) => {
+    for (const piece of part.match(PIECE) ?? []) pieces.push(piece);
+  };
   for (const special of text.matchAll(SPECIAL)) {
-    pieces.push(...(text.slice(at, special.index).match(PIECE) ?? []));
+    add(text.slice(at, special.index));
     pieces.push(special[0]);
     at = special.index + special[0].length;
   }
-  pieces.push(...(text.slice(at).match(PIECE) ?? []));
+  add(text.slice(at));
   return pieces;
 }
 
