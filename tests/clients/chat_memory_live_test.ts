@@ -53,7 +53,7 @@ Deno.test("piped chat keeps, lists, rewrites, forgets and exports memories throu
   ]);
   const shown = transcript
     // A question line wraps at 80 columns, even in a transcript.
-    .replace(/^> \/remember\n(  x+\n)+/m, "> /remember <501 x>\n")
+    .replace(/^> \/remember\n( {2}x+\n)+/m, "> /remember <501 x>\n")
     .replace(/^(- Prefers SI units) \*\(<date> [^)]*\)\*$/m, "$1 (when)");
   assert.equal(
     shown,
