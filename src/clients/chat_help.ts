@@ -63,7 +63,7 @@ const COMMANDS: [string, string][] = [
 const NOTES = [
   "Anything else is a question (start it with // to begin with a /).",
   'A tool call that needs approval asks run TOOL {args}? [y/N]: y runs it, n or Enter declines (the model is told); any client may answer. The model\'s own remember asks remember "fact"? [y/N].',
-  'The assistant may propose facts to remember, asked at an empty prompt: remember "fact"? [y/N/e]: y keeps it, n or Enter refuses it (never proposed again), e puts it on the line to change first (Enter keeps it as changed).',
+  'The assistant may propose facts to remember, asked at an empty prompt: remember "fact"? [y/N/e]: y keeps it, n or Enter refuses it (never proposed again), e puts it on the line to change first (Enter keeps it as changed); typing anything else sets it aside until the prompt is free again.',
   "The prompt reads indexing N% while the daemon makes old turns searchable by meaning.",
   "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
   "Lines typed while a reply streams wait: each Enter queues one, and they run in order once the reply ends (Ctrl-C ends it sooner).",

@@ -95,6 +95,14 @@ export class ChatQuestions {
     return yes || no;
   }
 
+  /** Typing that answers no proposal: the proposal asked is put off and the key goes on the line; false when no proposal is asked. */
+  setAside(): boolean {
+    const text = this.#putOff();
+    if (text === "") return false;
+    this.#host.print(text);
+    return true;
+  }
+
   /** The answer to the question asking: a `/delete`'s, a `/forget`'s, a proposal's, else a call's approval. */
   answer(yes: boolean): void {
     const host = this.#host;

@@ -176,9 +176,14 @@ export class ChatSession {
     if (this.#ended || !this.editor) return;
     if (this.asking) {
       if (key.name === "interrupt") return this.interrupt();
-      if (!this.#questions.answerKey(key)) {
+      if (this.#questions.answerKey(key)) return this.#refresh();
+      // A question begun as a proposal came: the proposal waits for it.
+      // The other questions want their key.
+      if (key.name !== "text" || !this.#questions.setAside()) {
         this.#safe(() => this.#options.out("\x07"));
+        return this.#refresh();
       }
+      this.editor.apply(key);
       return this.#refresh();
     }
     const edit = this.editor.apply(key);

@@ -246,3 +246,21 @@ Deno.test("a call waiting for approval comes before a proposal, which waits for 
   chat.onEvent({ type: "state", state: "idle" });
   assert.equal(asked(screen()), "Likes tea");
 });
+
+Deno.test("typing a question as a proposal is asked sets the proposal aside: the keys go on the line", () => {
+  const { chat, sent, screen, editor } = session({ editor: true });
+  chat.onEvent({ type: "proposed", items: [fact("p1", "Likes tea")] });
+  // A key that is no answer and types nothing is refused with a bell.
+  chat.onKey({ name: "up" });
+  assert.ok(screen().endsWith("\x07"), JSON.stringify(screen()));
+  assert.equal(chat.asking, true);
+  type(chat, "What now?");
+  // The bell stays where it rang; the question closes after it.
+  assert.ok(screen().includes("[y/N/e] \x07asked again later\n"), screen());
+  assert.equal(editor!.line, "What now?");
+  assert.equal(promptShown(screen()), "> What now?");
+  chat.onKey({ name: "enter" });
+  assert.deepEqual(sent, [{ type: "ask", text: "What now?", ref: "ref-1" }]);
+  playTurn(chat, "What now?", "ref-1", "Tea.");
+  assert.equal(asked(screen()), "Likes tea");
+});
