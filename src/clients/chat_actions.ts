@@ -4,35 +4,18 @@
  * carried out (its yes-or-no questions are chat_questions.ts's). The
  * session decides when a line runs; this decides what it does.
  */
-import type { Renderer } from "./chat_render.ts";
-import { runSlash, type Waiting } from "./chat_commands.ts";
-import type { DaemonClient } from "./client.ts";
-import type { LineEditor } from "./line_editor.ts";
-import type { Command, Event, Ref } from "../protocol/protocol.ts";
+import { type Awaiting, runSlash, type Waiting } from "./chat_commands.ts";
+import type { Command, Event } from "../protocol/protocol.ts";
 import { exported, type ExportPlace } from "./chat_export.ts";
-import type { ChatState } from "./chat_state.ts";
 import type { AttachQueue } from "./chat_attach.ts";
 import { asAttachments, AttachError, checkLine } from "./attachments.ts";
-import type { ChatQuestions } from "./chat_questions.ts";
-
-/** A command sent, or work under way, that the prompt waits for. */
-export type Awaiting = Waiting & { ref: Ref };
+import type { ChatQuestions, QuestionHost } from "./chat_questions.ts";
 
 /** What the actions need of the session. */
-export interface ActionHost {
-  readonly renderer: Renderer;
-  readonly editor: LineEditor | null;
-  readonly shared: ChatState;
-  readonly client: DaemonClient;
+export interface ActionHost extends QuestionHost {
   readonly attached: AttachQueue;
   /** The questions asked on one line. */
   readonly questions: ChatQuestions;
-  /** Shows text above the prompt. */
-  print(text: string): void;
-  /** Sends a command on the connection. */
-  send(command: Command): void;
-  /** Starts waiting for an answer (or for work under way). */
-  wait(item: Awaiting): void;
   /** Ends that wait, and shows the prompt when ready. */
   waited(item: Awaiting): void;
   /** Marks the line as a question being edited: Enter sends `edit`. */

@@ -4,6 +4,7 @@
  */
 import type { ChatState } from "./chat_state.ts";
 import type { Command } from "../protocol/commands.ts";
+import type { Ref } from "../protocol/protocol.ts";
 import type { Renderer } from "./chat_render.ts";
 import { splitPaths } from "./chat_attach.ts";
 import { helpLines } from "./chat_help.ts";
@@ -31,6 +32,9 @@ export type Waiting =
   | { kind: "forget"; id: number }
   /** This chat's answer to a proposal. */
   | { kind: "decide" };
+
+/** A command sent, or work under way, that the prompt waits for. */
+export type Awaiting = Waiting & { ref: Ref };
 
 /** What a typed `/command` asks for. */
 export type ChatAction =

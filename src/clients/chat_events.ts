@@ -5,7 +5,8 @@
  * as says enough, and the turn's events as the renderer draws them.
  */
 import type { Event, ProposalView } from "../protocol/events.ts";
-import type { Awaiting, ChatActions } from "./chat_actions.ts";
+import type { ChatActions } from "./chat_actions.ts";
+import type { Awaiting } from "./chat_commands.ts";
 import type { ListContext, Renderer } from "./chat_render.ts";
 import { type ChatState, exportedSummary } from "./chat_state.ts";
 import { commandError, memoryChanged, proposalNote } from "./chat_memory.ts";

@@ -9,11 +9,27 @@
  */
 import type { Key } from "./key_stream.ts";
 import type { Event, MemoryView, ProposalView } from "../protocol/protocol.ts";
-import type { ActionHost, Awaiting } from "./chat_actions.ts";
-import type { Waiting } from "./chat_commands.ts";
-import type { WaitingCall } from "./chat_state.ts";
+import type { Awaiting, Waiting } from "./chat_commands.ts";
+import type { ChatState, WaitingCall } from "./chat_state.ts";
+import type { Renderer } from "./chat_render.ts";
+import type { DaemonClient } from "./client.ts";
+import type { LineEditor } from "./line_editor.ts";
 import { oneLine } from "./chat_lines.ts";
 import type { Command } from "../protocol/commands.ts";
+
+/** What the questions need of the session. */
+export interface QuestionHost {
+  readonly renderer: Renderer;
+  readonly editor: LineEditor | null;
+  readonly shared: ChatState;
+  readonly client: DaemonClient;
+  /** Shows text above the prompt. */
+  print(text: string): void;
+  /** Sends a command on the connection. */
+  send(command: Command): void;
+  /** Starts waiting for an answer (or for work under way). */
+  wait(item: Awaiting): void;
+}
 
 /** A proposal this chat asks about: the question on screen, its fact on the line to change, or answered and waiting for `decided`. */
 interface Asked {
@@ -28,10 +44,10 @@ export class ChatQuestions {
   /** The memory a `/forget` asks about, while it asks. */
   forgetting: number | null = null;
   #proposal: Asked | null = null;
-  readonly #host: ActionHost;
+  readonly #host: QuestionHost;
 
   /** No question asked yet. */
-  constructor(host: ActionHost) {
+  constructor(host: QuestionHost) {
     this.#host = host;
   }
 

@@ -6,7 +6,8 @@
  * is waited for when the chat reconnects (chat.ts), on a new connection.
  */
 import type { Renderer } from "./chat_render.ts";
-import { type ActionHost, type Awaiting, ChatActions } from "./chat_actions.ts";
+import { type ActionHost, ChatActions } from "./chat_actions.ts";
+import type { Awaiting } from "./chat_commands.ts";
 import { writeNewFile } from "./chat_export.ts";
 import { type DaemonClient, START_HINT } from "./client.ts";
 import { CHAT_EXIT, type ChatSessionOptions } from "./chat_options.ts";
