@@ -8,7 +8,8 @@
  */
 import { resolve } from "node:path";
 import { type MarkdownDrawing, Renderer } from "./chat_render.ts";
-import { CHAT_EXIT, ChatSession } from "./chat_session.ts";
+import { ChatSession } from "./chat_session.ts";
+import { CHAT_EXIT } from "./chat_options.ts";
 import { connectOrExplain, DaemonClient } from "./client.ts";
 import type { Env } from "../base/paths.ts";
 import { AssistantError } from "../base/errors.ts";
@@ -21,7 +22,7 @@ import { consoleSize } from "./terminal_text.ts";
 import { readCommandLine, UsageError } from "../base/command_line.ts";
 import { writeAllSync } from "../streams/write_all.ts";
 
-export { CHAT_EXIT } from "./chat_session.ts";
+export { CHAT_EXIT } from "./chat_options.ts";
 
 /** Injected parts of the chat client; the real terminal by default. */
 export interface ChatOptions {

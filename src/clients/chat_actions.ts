@@ -1,37 +1,21 @@
 /**
  * What a line typed in chat does once it is run: a question goes with the
- * files attached (unless it cannot fit its line), a `/command` is carried
- * out, and a yes-or-no question (a call's approval, a `/delete`) is
- * answered. The session decides when a line runs; this decides what it does.
+ * files attached (unless it cannot fit its line), and a `/command` is
+ * carried out (its yes-or-no questions are chat_questions.ts's). The
+ * session decides when a line runs; this decides what it does.
  */
-import type { Renderer } from "./chat_render.ts";
-import { runSlash, type Waiting } from "./chat_commands.ts";
-import type { DaemonClient } from "./client.ts";
-import type { LineEditor } from "./line_editor.ts";
-import type { Key } from "./key_stream.ts";
-import type { Command, Event, Ref } from "../protocol/protocol.ts";
+import { type Awaiting, runSlash, type Waiting } from "./chat_commands.ts";
+import type { Command, Event } from "../protocol/protocol.ts";
 import { exported, type ExportPlace } from "./chat_export.ts";
-import type { ChatState } from "./chat_state.ts";
 import type { AttachQueue } from "./chat_attach.ts";
 import { asAttachments, AttachError, checkLine } from "./attachments.ts";
-import { oneLine } from "./chat_lines.ts";
-
-/** A command sent, or work under way, that the prompt waits for. */
-export type Awaiting = Waiting & { ref: Ref };
+import type { ChatQuestions, QuestionHost } from "./chat_questions.ts";
 
 /** What the actions need of the session. */
-export interface ActionHost {
-  readonly renderer: Renderer;
-  readonly editor: LineEditor | null;
-  readonly shared: ChatState;
-  readonly client: DaemonClient;
+export interface ActionHost extends QuestionHost {
   readonly attached: AttachQueue;
-  /** Shows text above the prompt. */
-  print(text: string): void;
-  /** Sends a command on the connection. */
-  send(command: Command): void;
-  /** Starts waiting for an answer (or for work under way). */
-  wait(item: Awaiting): void;
+  /** The questions asked on one line. */
+  readonly questions: ChatQuestions;
   /** Ends that wait, and shows the prompt when ready. */
   waited(item: Awaiting): void;
   /** Marks the line as a question being edited: Enter sends `edit`. */
@@ -42,8 +26,6 @@ export interface ActionHost {
 
 /** Carries out the lines a session runs. */
 export class ChatActions {
-  /** The conversation a `/delete` asks about, while it asks. */
-  deleting: number | null = null;
   readonly #host: ActionHost;
   readonly #exports: ExportPlace;
 
@@ -120,42 +102,12 @@ export class ChatActions {
       },
       attach: (paths) => this.#attach(paths),
       detach: () => host.print(renderer.info(host.attached.clear())),
-      confirmDelete: (id) => {
-        const title = host.shared.titles.get(id);
-        this.deleting = id;
-        host.print(renderer.question(
-          `delete conversation #${id}${
-            title === undefined ? "" : ` "${oneLine(title)}"`
-          }? [y/N] `,
-        ));
-      },
+      confirmDelete: (id) => host.questions.confirmDelete(id),
+      // Asked by its text, from the list as it is now.
+      confirmForget: (id) =>
+        this.request({ kind: "forget", id }, { type: "memories" }),
       quit: () => host.quit(),
     });
-  }
-
-  /** A key while a question asks: y says yes; n, Enter and Ctrl-D say no; false for any other key. */
-  answerKey(key: Key): boolean {
-    const yes = key.name === "text" && /^[yY]$/.test(key.text);
-    const no = key.name === "enter" || key.name === "eof" ||
-      (key.name === "text" && /^[nN]$/.test(key.text));
-    if (yes || no) this.answer(yes);
-    return yes || no;
-  }
-
-  /** The answer to the question asking: a `/delete`'s, else a call's approval. */
-  answer(yes: boolean): void {
-    const host = this.#host;
-    const id = this.deleting;
-    if (id !== null) {
-      this.deleting = null;
-      host.print(host.renderer.answer(yes ? "yes" : `no: #${id} stays`));
-      if (yes) this.request({ kind: "delete", id }, { type: "delete", id });
-      return;
-    }
-    const waiting = host.shared.confirm;
-    if (!waiting || waiting.answered) return;
-    waiting.answered = true;
-    host.send({ type: "approve", call: waiting.call, allow: yes });
   }
 
   /** `/attach`: reads the files (the prompt waits meanwhile), or lists those waiting. */

@@ -1,91 +1,18 @@
 /**
- * Chat's slash commands: `/help`'s text, each typed command read into what
- * it asks for (pure), and carried out through the session's few means.
+ * Chat's slash commands: each typed command read into what it asks for
+ * (pure), and carried out through the session's few means.
  */
 import type { ChatState } from "./chat_state.ts";
 import type { Command } from "../protocol/commands.ts";
-import type { IndentedLine } from "./chat_lines.ts";
+import type { Ref } from "../protocol/protocol.ts";
 import type { Renderer } from "./chat_render.ts";
 import { splitPaths } from "./chat_attach.ts";
+import { helpLines } from "./chat_help.ts";
 
 /** Conversations `/list` shows without a number. */
 export const LIST_LIMIT = 20;
 /** Hits `/search` asks for. */
 export const SEARCH_LIMIT = 20;
-
-const COMMANDS: [string, string][] = [
-  ["/new", "start a new conversation"],
-  [
-    "/private",
-    "start a private conversation: kept in memory only, never saved (the prompt says private while it lasts)",
-  ],
-  [
-    "/list [N]",
-    "the N most recent conversations (default 20; * marks the one shown)",
-  ],
-  ["/open N", "open conversation N"],
-  ["/search words", "search every conversation"],
-  [
-    "/retry",
-    "ask the last question again; the new reply replaces the last turn",
-  ],
-  [
-    "/edit [question]",
-    "change the last question (alone: puts it on the line to edit)",
-  ],
-  ["/rename N title", "give conversation N a title"],
-  [
-    "/attach [PATH…]",
-    "send files with the next question (text, pictures, PDF; about 750 KB in all; the prompt counts them); alone: list them",
-  ],
-  ["/detach", "drop the attached files"],
-  [
-    "/export N [file]",
-    "show conversation N as Markdown, or write it to a new file in the export folder (.json: JSON)",
-  ],
-  ["/delete N", "delete conversation N (after a y)"],
-  [
-    "/summary",
-    "the summary of the earlier turns the model is no longer sent whole",
-  ],
-  [
-    "/talk",
-    "start or stop listening, for every client: the voice client records meanwhile and asks what it heard once listening stops; starting it stops a reply in flight (the prompt says listening meanwhile)",
-  ],
-  ["/raw", "replies as sent, or their Markdown drawn again"],
-  ["/help", "this help, also /?; /quit leaves, also /exit"],
-];
-
-const NOTES = [
-  "Anything else is a question (start it with // to begin with a /).",
-  "A tool call that needs approval asks run TOOL {args}? [y/N]: y runs it, n or Enter declines (the model is told); any client may answer.",
-  "Ctrl-C stops a reply; at the prompt Ctrl-C or Ctrl-D leaves (Ctrl-C while editing cancels the edit).",
-  "Lines typed while a reply streams wait: each Enter queues one, and they run in order once the reply ends (Ctrl-C ends it sooner).",
-  "When the daemon goes away chat waits for it to come back. Up and Down recall lines typed, in earlier runs too (never those of a private conversation).",
-  "chat --raw starts with replies as sent; ask --render draws Markdown too.",
-  "A dim 'context used/size · S of T turns' line: the model was sent only the S newest of T earlier turns, so the conversation fits its context (the older ones in a summary, when the daemon keeps one).",
-  "A dim 'N tokens/s · prompt R read, C reused' line after a reply: how fast it came, and how much of the prompt llama-server read anew or took from its cache.",
-];
-
-/** Columns of the command names in `/help`, where the screen is wide enough for two columns. */
-const NAME_COLUMNS = 18;
-
-/** `/help` for a screen this wide: two columns where they fit, else each description under its command. */
-export function helpLines(width: number): IndentedLine[] {
-  const twoColumns = width - NAME_COLUMNS >= 30;
-  const lines: IndentedLine[] = [];
-  for (const [name, what] of COMMANDS) {
-    if (twoColumns) {
-      const indent = " ".repeat(NAME_COLUMNS);
-      lines.push({ text: name.padEnd(NAME_COLUMNS) + what, indent });
-    } else {
-      lines.push({ text: name, indent: "" });
-      lines.push({ text: `    ${what}`, indent: "    " });
-    }
-  }
-  for (const note of NOTES) lines.push({ text: note, indent: "" });
-  return lines;
-}
 
 /** What the session waits for after sending a command: its answer, or for a turn its `user` echo. */
 export type Waiting =
@@ -96,7 +23,18 @@ export type Waiting =
   | { kind: "summary" }
   | { kind: "listen" }
   /** `/attach` reading its files: nothing is sent, the prompt waits. */
-  | { kind: "attach" };
+  | { kind: "attach" }
+  /** `/memories`: the list to show. */
+  | { kind: "memories" }
+  /** A memory kept, rewritten or forgotten by this chat: a short line says so. */
+  | { kind: "memory"; change: "kept" | "rewritten" | "forgotten"; id?: number }
+  /** `/forget N`: the memories, to ask about N by its text. */
+  | { kind: "forget"; id: number }
+  /** This chat's answer to a proposal. */
+  | { kind: "decide" };
+
+/** A command sent, or work under way, that the prompt waits for. */
+export type Awaiting = Waiting & { ref: Ref };
 
 /** What a typed `/command` asks for. */
 export type ChatAction =
@@ -113,6 +51,8 @@ export type ChatAction =
   | { kind: "detach" }
   /** `/delete N`, once the user says yes. */
   | { kind: "delete"; id: number }
+  /** `/forget N`, once the user says yes. */
+  | { kind: "forget"; id: number }
   /** `/edit` alone: the last question goes on the line. */
   | { kind: "edit" }
   | { kind: "summary" }
@@ -179,12 +119,29 @@ export function parseSlash(text: string): ChatAction {
     case "/detach":
       return { kind: "detach" };
     case "/search":
-      if (rest === "") return usage("/search words");
-      return request({ kind: "search" }, {
-        type: "search",
-        q: rest,
-        limit: SEARCH_LIMIT,
+      return search(words);
+    case "/memories":
+      return memories(words);
+    case "/remember": {
+      const target = numberOf(words[0]);
+      if (target !== null) {
+        const said = words.slice(1).join(" ");
+        if (said === "") return usage("/remember N text (N from /memories)");
+        return request({ kind: "memory", change: "rewritten", id: target }, {
+          type: "remember",
+          id: target,
+          text: said,
+        });
+      }
+      if (rest === "") return usage("/remember text");
+      return request({ kind: "memory", change: "kept" }, {
+        type: "remember",
+        text: rest,
       });
+    }
+    case "/forget":
+      if (id === null) return usage("/forget N (a number from /memories)");
+      return { kind: "forget", id };
     case "/retry":
       return request({ kind: "turn" }, { type: "retry" });
     case "/edit":
@@ -217,6 +174,48 @@ export function parseSlash(text: string): ChatAction {
   }
 }
 
+const SEARCH_BY = { "--words": "words", "--meaning": "meaning" } as const;
+
+/** `/search [--words | --meaning] words`. */
+function search(words: string[]): ChatAction {
+  const by = SEARCH_BY[words[0] as keyof typeof SEARCH_BY];
+  const q = (by === undefined ? words : words.slice(1)).join(" ");
+  if (q === "") {
+    return {
+      kind: "usage",
+      text: "usage: /search [--words | --meaning] words",
+    };
+  }
+  const command: Command = {
+    type: "search",
+    q,
+    limit: SEARCH_LIMIT,
+    ...(by === undefined ? {} : { by }),
+  };
+  return { kind: "request", wait: { kind: "search" }, command };
+}
+
+/** `/memories`, or `/memories export [file]` (JSON when the file's name ends in .json). */
+function memories(words: string[]): ChatAction {
+  if (words.length === 0) {
+    return {
+      kind: "request",
+      wait: { kind: "memories" },
+      command: { type: "memories" },
+    };
+  }
+  if (words[0] !== "export") {
+    return { kind: "usage", text: "usage: /memories [export [file]]" };
+  }
+  const file = words.slice(1).join(" ") || null;
+  const json = file?.toLowerCase().endsWith(".json") ?? false;
+  return {
+    kind: "request",
+    wait: { kind: "export", file },
+    command: { type: "export_memories", format: json ? "json" : "markdown" },
+  };
+}
+
 /** What carrying out a command needs of the session. */
 export interface CommandHost {
   readonly renderer: Renderer;
@@ -236,6 +235,8 @@ export interface CommandHost {
   detach(): void;
   /** Asks whether to delete a conversation, and deletes it on yes. */
   confirmDelete(id: number): void;
+  /** Asks whether to forget a memory, and forgets it on yes. */
+  confirmForget(id: number): void;
   /** Ends the chat. */
   quit(): void;
 }
@@ -273,6 +274,8 @@ export function runSlash(text: string, host: CommandHost): void {
       return host.detach();
     case "delete":
       return host.confirmDelete(action.id);
+    case "forget":
+      return host.confirmForget(action.id);
     case "edit": {
       if (!host.canEdit) {
         return host.print(renderer.error(

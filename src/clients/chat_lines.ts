@@ -8,6 +8,7 @@ import type {
   BackendView,
   ConversationItem,
   FileView,
+  MemoryView,
   SearchHit,
   Timings,
 } from "../protocol/events.ts";
@@ -202,10 +203,14 @@ export function resultLines(
   const lines: IndentedLine[] = [];
   const indent = " ".repeat(8);
   for (const item of items) {
+    // Words it does not contain found it: say so, or it reads as a miss.
+    const meaning = item.by === "meaning"
+      ? ` ${style("dim", "(by meaning)")}`
+      : "";
     lines.push({
       text: `${style("bold", `#${item.id}`.padStart(6))}  ${
         oneLine(item.title)
-      }`,
+      }${meaning}`,
       indent,
     });
     const mark = (match: string) =>
@@ -213,6 +218,30 @@ export function resultLines(
     lines.push({ text: indent + hitText(item, mark, colors), indent });
   }
   return lines;
+}
+
+/** The `memories` answer: each memory's number, date and text, and the conversation it came from. */
+export function memoryLines(
+  items: MemoryView[],
+  style: Styler,
+): IndentedLine[] {
+  if (items.length === 0) {
+    return [{
+      text: style("dim", "no memories yet: /remember text keeps one"),
+      indent: "",
+    }];
+  }
+  return items.map((item) => {
+    const from = item.source === null
+      ? ""
+      : ` ${style("dim", `(from #${item.source.id})`)}`;
+    return {
+      text: `${style("bold", `#${item.id}`.padStart(6))}  ${
+        style("dim", formatTime(item.updated).slice(0, 10))
+      }  ${oneLine(item.text)}${from}`,
+      indent: " ".repeat(8),
+    };
+  });
 }
 
 /**

@@ -7,6 +7,7 @@
 import type {
   BackendView,
   Event,
+  MemoryView,
   SummaryView,
   TurnView,
 } from "../protocol/events.ts";
@@ -16,6 +17,7 @@ import {
   headerParts,
   type IndentedLine,
   listeningNote,
+  memoryLines,
   meterText,
   oneLine,
   resultLines,
@@ -188,6 +190,13 @@ export class Renderer {
       default:
         return "";
     }
+  }
+
+  /** `/memories`: each memory with its number, date and source. */
+  memories(items: MemoryView[]): string {
+    const screen = this.#screen;
+    return this.#turn.endSection() +
+      screen.lines(memoryLines(items, screen.style));
   }
 
   /** A question, as the prompt showed it; a retry or an edit says that it replaces the last turn. */

@@ -5,54 +5,20 @@
  * awaited). Lines typed meanwhile wait their turn; a daemon that goes away
  * is waited for when the chat reconnects (chat.ts), on a new connection.
  */
-import type { ListContext, Renderer } from "./chat_render.ts";
-import { type ActionHost, type Awaiting, ChatActions } from "./chat_actions.ts";
-import { type WriteFile, writeNewFile } from "./chat_export.ts";
+import type { Renderer } from "./chat_render.ts";
+import { type ActionHost, ChatActions } from "./chat_actions.ts";
+import type { Awaiting } from "./chat_commands.ts";
+import { writeNewFile } from "./chat_export.ts";
 import { type DaemonClient, START_HINT } from "./client.ts";
+import { CHAT_EXIT, type ChatSessionOptions } from "./chat_options.ts";
 import type { Key } from "./key_stream.ts";
 import type { LineEditor } from "./line_editor.ts";
 import type { Command, Event } from "../protocol/protocol.ts";
-import { ChatState, exportedSummary } from "./chat_state.ts";
-import { USAGE_EXIT } from "../base/command_line.ts";
+import { ChatState } from "./chat_state.ts";
 import { AttachQueue } from "./chat_attach.ts";
-import type { FileSource } from "./attachments.ts";
-import type { InputLog } from "./chat_history.ts";
-
-/** Exit codes of `chat`. */
-export const CHAT_EXIT = Object.freeze({
-  ok: 0,
-  failed: 1,
-  noDaemon: 2,
-  usage: USAGE_EXIT,
-  interrupted: 130,
-});
-
-/** What a {@link ChatSession} draws with and talks to. */
-export interface ChatSessionOptions {
-  /** The greeted connection. */
-  client: DaemonClient;
-  renderer: Renderer;
-  /** The raw-mode line editor; null when lines come piped (no prompt is drawn). */
-  editor: LineEditor | null;
-  /** Writes to the screen. */
-  out: (text: string) => void;
-  /** Writes a fatal message. */
-  err: (text: string) => void;
-  /** The prompt, styled. */
-  prompt: string;
-  /** Terminal width, read at each redraw. */
-  columns: () => number;
-  /** Where `/export N file` puts a relative file; default the working directory. */
-  exportDir?: string | null;
-  /** Writes an export; default a new file (never over an existing one). */
-  writeFile?: WriteFile;
-  /** Where `/attach` finds files; default this process's working directory. */
-  files?: FileSource;
-  /** Keeps typed lines for the next run; absent, they last this run only. */
-  inputLog?: InputLog | null;
-  /** Wait for a daemon that goes away (see {@link ChatSession.reconnected}) instead of ending. */
-  reconnects?: boolean;
-}
+import { ChatQuestions } from "./chat_questions.ts";
+import { eventText, proposalNotes } from "./chat_events.ts";
+import { IndexingSign } from "./chat_memory.ts";
 
 /** One chat: what is shown, what is awaited, when the prompt is back. */
 export class ChatSession {
@@ -70,6 +36,8 @@ export class ChatSession {
   readonly #exit = Promise.withResolvers<number>();
   readonly #attached: AttachQueue;
   readonly #actions: ChatActions;
+  readonly #questions: ChatQuestions;
+  #indexing: IndexingSign;
   readonly #options: ChatSessionOptions;
 
   readonly renderer: Renderer;
@@ -83,12 +51,19 @@ export class ChatSession {
     this.#attached = new AttachQueue(
       options.files ?? { cwd: null, home: null },
     );
-    this.#actions = new ChatActions(this.#host(), {
+    const host = this.#host();
+    this.#questions = new ChatQuestions(host);
+    this.#actions = new ChatActions(host, {
       dir: options.exportDir ?? null,
       writeFile: options.writeFile ?? writeNewFile,
     });
     this.#shared = new ChatState(this.#client.hello);
+    this.#indexing = new IndexingSign(this.#client.hello.indexing);
     this.#print(this.renderer.hello(this.#client.hello));
+    // Nobody can answer a proposal here: it is only shown.
+    if (!this.editor) {
+      this.#print(proposalNotes(this.renderer, this.#shared.proposals));
+    }
     this.#refresh();
   }
 
@@ -112,12 +87,9 @@ export class ChatSession {
       this.#shared.state === "idle" && this.#awaiting.length === 0;
   }
 
-  /** True while a yes-or-no question waits: a call's approval this session has not answered, or a `/delete`. */
+  /** True while a question waits for its key: a call's approval this session has not answered, a `/delete`, a `/forget`, a proposal. */
   get asking(): boolean {
-    const waiting = this.#shared.confirm;
-    return !this.#ended && this.#connected &&
-      (this.#actions.deleting !== null ||
-        (waiting !== null && !waiting.answered));
+    return !this.#ended && this.#connected && this.#questions.asking;
   }
 
   /** Resolves once the session is ready (or over). */
@@ -150,7 +122,7 @@ export class ChatSession {
     this.#connected = false;
     // Nothing sent on that connection will be answered.
     this.#awaiting = [];
-    this.#actions.deleting = null;
+    this.#questions.reset();
     this.#print(this.renderer.info(
       "The daemon went away: waiting for it to come back (Ctrl-C leaves)",
     ));
@@ -163,6 +135,7 @@ export class ChatSession {
     this.#client = client;
     this.#connected = true;
     this.#shared = new ChatState(client.hello);
+    this.#indexing = new IndexingSign(client.hello.indexing);
     this.#print(this.renderer.info("The daemon is back"));
     this.#print(this.renderer.hello(client.hello));
     this.#refresh();
@@ -182,49 +155,20 @@ export class ChatSession {
     const asked = this.#shared.confirm;
     const shown = this.#shared.id;
     this.#shared.apply(event);
-    let list: ListContext = null;
-    let text: string | null = null;
-    switch (event.type) {
-      case "conversations":
-        list = {
-          current: shown,
-          ...(mine?.kind === "delete" ? { deleted: mine.id } : {}),
-        };
-        break;
-      case "export":
-        if (mine?.kind === "export") this.#actions.exported(event, mine);
-        if (mine?.kind === "summary") {
-          const summary = exportedSummary(event.text);
-          if (this.#shared.id === event.id) this.#shared.summary = summary;
-          text = this.renderer.summary(summary);
-        }
-        break;
-      case "summary":
-        text = this.#shared.isCurrent(event.id)
-          ? this.renderer.summaryMade(event)
-          : "";
-        break;
-      case "listening":
-        // An answer without a ref still ends the wait for one.
-        if (event.ref === undefined) {
-          const wait = this.#awaiting.findIndex((w) => w.kind === "listen");
-          if (wait !== -1) this.#awaiting.splice(wait, 1);
-        }
-        break;
-      case "error":
-        // Another client answered that call first: its answer stands.
-        if (event.turn !== true && event.code === "no_such_call") text = "";
-        break;
-      case "confirm":
-        text = this.renderer.confirm(event);
-        break;
-      case "approved":
-        text = asked?.call === event.call
-          ? this.renderer.approved(event.allow, asked.answered)
-          : "";
-        break;
+    // A new figure in the prompt: it is drawn again, with the line.
+    if (event.type === "indexing" && this.#indexing.update(event)) {
+      this.#hidePrompt();
     }
-    this.#print(text ?? this.renderer.event(event, list));
+    const text = this.#questions.eventText(event, mine, asked) ??
+      eventText(event, mine, {
+        shown,
+        renderer: this.renderer,
+        shared: this.#shared,
+        actions: this.#actions,
+        awaiting: this.#awaiting,
+        piped: this.editor === null,
+      });
+    this.#print(text);
     this.#refresh();
   }
 
@@ -233,9 +177,14 @@ export class ChatSession {
     if (this.#ended || !this.editor) return;
     if (this.asking) {
       if (key.name === "interrupt") return this.interrupt();
-      if (!this.#actions.answerKey(key)) {
+      if (this.#questions.answerKey(key)) return this.#refresh();
+      // A question begun as a proposal came: the proposal waits for it.
+      // The other questions want their key.
+      if (key.name !== "text" || !this.#questions.setAside()) {
         this.#safe(() => this.#options.out("\x07"));
+        return this.#refresh();
       }
+      this.editor.apply(key);
       return this.#refresh();
     }
     const edit = this.editor.apply(key);
@@ -245,6 +194,8 @@ export class ChatSession {
         if (this.#promptShown) this.#drawPrompt();
         return;
       case "submit":
+        // A fact to keep is no question: it goes whatever streams.
+        if (this.#questions.editing) return this.submit(edit.line);
         this.#remember(edit.line);
         // Typed while a reply streams: the line waits for its turn.
         if (!this.ready) {
@@ -259,9 +210,11 @@ export class ChatSession {
     }
   }
 
-  /** A line for the next run's history, unless the conversation lives in memory only. */
+  /** A line for the next run's history, unless the conversation lives in memory only or it is a memory's text. */
   #remember(line: string): void {
-    if (line.trim() === "" || this.#shared.private) return;
+    const text = line.trim();
+    if (text === "" || this.#shared.private) return;
+    if (/^\/remember(\s|$)/.test(text)) return;
     this.#options.inputLog?.add(line);
   }
 
@@ -272,10 +225,11 @@ export class ChatSession {
       this.#awaiting.some((item) => item.kind === "turn");
     if (replying && this.#connected) {
       this.#send({ type: "stop" });
-    } else if (this.#editing) {
+    } else if (this.#editing || this.#questions.cancelEdit()) {
       this.#editing = false;
       this.editor?.clear();
-      if (this.#promptShown) this.#drawPrompt();
+      this.#hidePrompt();
+      this.#refresh();
     } else {
       this.finish(CHAT_EXIT.interrupted);
     }
@@ -286,18 +240,26 @@ export class ChatSession {
     const text = line.trim();
     if (this.asking) {
       // Piped input: the line answers the question.
-      this.#actions.answer(/^y(es)?$/i.test(text));
+      this.#questions.answer(/^y(es)?$/i.test(text));
       return this.#refresh();
     }
     const command = text.startsWith("/") && !text.startsWith("//");
+    // A proposed fact as changed: kept, whatever the line says.
+    const fact = this.#questions.editing;
     const editing = this.#editing;
     this.#editing = false;
     if (this.#promptShown) {
-      // A command stays on screen as typed; a question comes back as `user`.
-      this.#safe(() => this.#options.out(command ? "\r\n" : "\r\x1b[K"));
+      // A command (or a fact) stays on screen as typed; a question comes
+      // back as `user`.
+      const end = command || fact ? "\r\n" : "\r\x1b[K";
+      this.#safe(() => this.#options.out(end));
       this.#promptShown = false;
-    } else if (command) {
+    } else if (command && !fact) {
       this.#print(this.renderer.user(text));
+    }
+    if (fact) {
+      this.#questions.edited(line);
+      return this.#refresh();
     }
     if (text === "") {
       if (editing) this.#print(this.renderer.info("edit cancelled"));
@@ -323,6 +285,9 @@ export class ChatSession {
         return session.#client;
       },
       attached: this.#attached,
+      get questions() {
+        return session.#questions;
+      },
       print: (text) => this.#print(text),
       send: (command) => this.#send(command),
       wait: (item) => this.#awaiting.push(item),
@@ -341,15 +306,21 @@ export class ChatSession {
     client.send(command).catch(() => this.gone(client));
   }
 
-  /** Shows the prompt when ready, hides it when not, runs a line typed ahead, and wakes line readers. */
+  /** Shows the prompt when ready, hides it when not, runs a line typed ahead, asks a proposal at an empty line, and wakes line readers. */
   #refresh(): void {
-    // A question waiting for y or n takes keys, not the prompt's lines.
-    const free = this.#idle && !this.asking;
-    if (free && this.#typedAhead.length > 0) {
+    if (this.#free && this.#typedAhead.length > 0) {
       return this.submit(this.#typedAhead.shift()!);
     }
+    if (this.#free) {
+      const note = this.#indexing.takeNote();
+      if (note !== null) this.#print(this.renderer.info(note));
+      // A proposal takes keys: asked only where none is meant for a line.
+      if (this.editor?.line === "" && !this.#editing) {
+        this.#questions.askProposal();
+      }
+    }
     if (this.ready) {
-      if (this.editor && !this.#promptShown && free) this.#drawPrompt();
+      if (this.editor && !this.#promptShown && this.#free) this.#drawPrompt();
       const ready = this.#ready;
       this.#ready = Promise.withResolvers<void>();
       ready.resolve();
@@ -358,12 +329,20 @@ export class ChatSession {
     }
   }
 
+  /** Idle, nothing awaited, no question asked: a line may run. */
+  get #free(): boolean {
+    return this.#idle && !this.asking;
+  }
+
   #drawPrompt(): void {
     if (!this.editor) return;
+    const indexing = this.#indexing.tag();
     const tags = [
       ...this.#shared.tags(),
+      ...(indexing === null ? [] : [indexing]),
       ...(this.#attached.tag === null ? [] : [this.#attached.tag]),
       ...(this.#editing ? ["edit"] : []),
+      ...(this.#questions.editing ? ["remember"] : []),
     ];
     const prompt = tags.join(" ") + this.#options.prompt;
     const line = this.renderer.endLine() +

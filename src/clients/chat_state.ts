@@ -1,10 +1,16 @@
 /**
  * What chat knows of the daemon's shared state, folded from its `hello`
  * and the events since: whether a reply runs, the question `/edit` takes
- * up, a call waiting for approval, the current conversation's summary,
- * and what the prompt shows (a private conversation, listening).
+ * up, a call waiting for approval, the facts proposed to remember and not
+ * yet answered, the current conversation's summary, and what the prompt
+ * shows (a private conversation, listening).
  */
-import type { Event, State, SummaryView } from "../protocol/events.ts";
+import type {
+  Event,
+  ProposalView,
+  State,
+  SummaryView,
+} from "../protocol/events.ts";
 import type { HelloEvent } from "./client.ts";
 
 /** A call waiting for approval, and whether this chat answered it. */
@@ -29,6 +35,8 @@ export class ChatState {
   listening: boolean;
   /** The call waiting for approval, if one does. */
   confirm: WaitingCall | null = null;
+  /** Facts proposed to remember that no client has answered, oldest first. */
+  proposals: ProposalView[];
   /** Conversations' titles as lists and renames last gave them, for `/delete`'s question. */
   readonly titles: Map<number, string> = new Map();
   /** The question of the turn streaming now in the conversation shown. */
@@ -52,6 +60,7 @@ export class ChatState {
     // Approvals are shared: a call waits whichever conversation is shown.
     const waiting = hello.confirm ?? hello.pending?.confirm;
     if (waiting) this.confirm = { call: waiting.call, answered: false };
+    this.proposals = [...(hello.proposed ?? [])];
   }
 
   /** Follows one event. */
@@ -101,7 +110,22 @@ export class ChatState {
       case "renamed":
         this.titles.set(event.id, event.title);
         break;
+      case "proposed":
+        for (const item of event.items) {
+          if (!this.proposals.some((p) => p.proposal === item.proposal)) {
+            this.proposals.push(item);
+          }
+        }
+        break;
+      case "decided":
+        this.dropProposal(event.proposal);
+        break;
     }
+  }
+
+  /** Forgets a proposal: answered, here or elsewhere. */
+  dropProposal(proposal: string): void {
+    this.proposals = this.proposals.filter((p) => p.proposal !== proposal);
   }
 
   /** Whether an event's conversation id names the one shown (null: the private one). */

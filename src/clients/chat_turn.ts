@@ -10,7 +10,7 @@ import type {
   PendingView,
   TurnView,
 } from "../protocol/events.ts";
-import { filesText, formatArgs, timingsText } from "./chat_lines.ts";
+import { filesText, formatArgs, oneLine, timingsText } from "./chat_lines.ts";
 import type { ChatScreen } from "./chat_screen.ts";
 import { READABLE_COLUMNS, wrapLine } from "./line_wrap.ts";
 import { sanitize, textWidth } from "./terminal_text.ts";
@@ -196,6 +196,11 @@ export class TurnRenderer {
 
   /** The question for a call that waits for approval; the answer is typed on the same line. */
   confirm(view: ConfirmView): string {
+    const fact = view.tool === "remember" ? view.args?.text : undefined;
+    // The model's own memory reads as what it keeps, not as a call.
+    if (typeof fact === "string") {
+      return this.question(`remember "${oneLine(fact)}"? [y/N] `);
+    }
     return this.question(
       `run ${sanitize(view.tool)} ${formatArgs(view.args)}? [y/N] `,
     );

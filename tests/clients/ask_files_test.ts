@@ -12,7 +12,7 @@ import {
   within,
 } from "../support/client_harness.ts";
 import { FakeLlm, reply } from "../support/fake_llm.ts";
-import { PNG_1PX, sentContent } from "./files_fixture.ts";
+import { PNG_1PX, sentContent, VISION } from "./files_fixture.ts";
 
 /** `deno run` arguments for ask with the grants `deno task ask` gives it. */
 function askArgs(socket: string, args: string[]): string[] {
@@ -27,7 +27,7 @@ function askArgs(socket: string, args: string[]): string[] {
 }
 
 Deno.test("ask --file sends a text file and a picture with the question, read where the user started it", async () => {
-  await using llm = await FakeLlm.start();
+  await using llm = await FakeLlm.start({ models: [VISION] });
   llm.enqueue(reply({ content: ["Seen", "."] }));
   await using daemon = await startDaemon(llm.url);
   await using home = await tempHome();

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { helpLines, parseSlash } from "../../src/clients/chat_commands.ts";
+import { parseSlash } from "../../src/clients/chat_commands.ts";
+import { helpLines } from "../../src/clients/chat_help.ts";
 import { playTurn, session } from "./chat_fixture.ts";
 
 Deno.test("/edit puts the last question on the line; Enter sends it as edit, Ctrl-C cancels", () => {

@@ -21,7 +21,7 @@ import {
 } from "../support/client_harness.ts";
 import { Daemon } from "../support/daemon_harness.ts";
 import { askedQuestion, FakeLlm, hold, reply } from "../support/fake_llm.ts";
-import { PNG_1PX, sentContent } from "./files_fixture.ts";
+import { PNG_1PX, sentContent, VISION } from "./files_fixture.ts";
 
 const DENO_JSON = new URL("../../deno.json", import.meta.url).pathname;
 
@@ -152,7 +152,7 @@ Deno.test({
 });
 
 Deno.test("piped chat: /attach sends files with the next question, shown with it live and when opened again", async () => {
-  await using llm = await FakeLlm.start();
+  await using llm = await FakeLlm.start({ models: [VISION] });
   llm.enqueue(reply({ content: ["A list and a dot."] }));
   await using daemon = await startDaemon(llm.url);
   await using home = await tempHome();

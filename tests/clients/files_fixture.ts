@@ -1,4 +1,9 @@
 /** Files for the clients' tests of questions with files, and what the model was sent of them. */
+import type { FakeModel } from "../support/fake_llm.ts";
+import { SINGLE_ID } from "../support/fake_llm_models.ts";
+
+/** The fake's model served with a projector: it reads pictures, so the daemon sends them. */
+export const VISION: FakeModel = { id: SINGLE_ID, vision: true };
 
 /** A one-pixel PNG: the smallest picture the daemon takes for one. */
 export const PNG_1PX: Uint8Array = Uint8Array.fromBase64(
