@@ -34,6 +34,7 @@ import { STREAM_SIZES, streamBenchmarks } from "./stream_bench.ts";
 import { WEB_SIZES, webBenchmarks } from "./web_bench.ts";
 import { VOICE_SIZES, voiceBenchmarks } from "./voice_bench.ts";
 import { PROMPT_SIZES, promptBenchmarks } from "./prompt_bench.ts";
+import { vectorBenchmarks } from "./vector_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -49,6 +50,7 @@ export const GROUPS = [
   "context",
   "prompt",
   "voice",
+  "vectors",
 ] as const;
 
 /** One group's name. */
@@ -208,6 +210,8 @@ export async function runBench(
         return await promptBenchmarks(PROMPT_SIZES[mode], options.smoke);
       case "voice":
         return await voiceBenchmarks(VOICE_SIZES[mode], options.smoke);
+      case "vectors":
+        return await vectorBenchmarks({ ...history, mode }, options.smoke);
     }
   };
   try {
