@@ -1,24 +1,14 @@
 /**
- * Search by meaning over the `vectors` table; docs/search.md has the design,
- * why, and the measurements. Memory holds each vector's sign bits, turn and
- * conversation; a search ranks all by Hamming distance, the nearest
- * `candidates` by the query against their bits, and the best `rescore` by
- * exact cosine over their rows read again from SQLite, so a row deleted or
- * replaced since memory learnt of it is never answered. Each call catches
- * up first: after a commit (`PRAGMA data_version`), the rows above the
- * highest turn known, and at most every `sweepMs` a sweep of the whole
- * table for rows written below it or deleted.
+ * Search by meaning over the `vectors` table: sign bits in memory, exact
+ * cosine over the few best rows read again from SQLite. docs/search.md has
+ * how it works, why, and the measurements that chose it.
  */
 import type { DatabaseSync } from "node:sqlite";
 
 export { decodeVector, encodeVector } from "./vector_codec.ts";
 
 /** One answer: a turn, its conversation, and the cosine similarity to the query. */
-export interface VectorHit {
-  turn: number;
-  conv: number;
-  score: number;
-}
+export type VectorHit = { turn: number; conv: number; score: number };
 
 /** Tuning (plain numbers: the search worker receives them as data). */
 export interface VectorOptions {
@@ -68,21 +58,12 @@ export function prepareVectors(
   // grows by copying leaves the old copy to the allocator (docs/search.md).
   const SHIFT = 12;
   const BLOCK = 1 << SHIFT;
-  interface Block {
-    size: number;
-    codes: Uint32Array;
-    turns: Uint32Array;
-    convs: Uint32Array;
-    dist: Uint16Array;
-  }
-  interface Group {
-    id: number;
-    model: string;
-    dim: number;
-    words: number;
-    size: number;
-    blocks: Block[];
-  }
+  const CHUNK = 64;
+  // A slot is its turn, its conversation and `words` words of sign bits.
+  type Block = { size: number; slots: Uint32Array; dist: Uint16Array };
+  type Group = { id: number; model: string; dim: number; words: number };
+  const blocksOf = new Map<Group, Block[]>();
+  const sizeOf = (g: Group) => blocksOf.get(g)!.reduce((n, b) => n + b.size, 0);
   const groups: Group[] = [];
   const byModel = new Map<string, Group[]>();
   // Turn -> id of the group holding its vector (0: none) in pages of 2^16
@@ -93,23 +74,17 @@ export function prepareVectors(
     (pages[t >>> 16] ??= new Uint16Array(65536))[t & 0xffff] = id;
   // Conversation -> 1 while in deleted_conversations.
   let blocked = new Uint8Array(0);
-  let blockedCount = 0;
-  let watermark = 0;
-  let version = -1;
-  let sweepPending = false;
-  let lastSweep = Infinity;
-  let sweepCost = 0;
-  let stale = false;
+  let blockedCount = 0, watermark = 0, version = -1, sweepCost = 0;
+  // A sweep is due (after a change), slots must go (`compact`).
+  let sweepPending = false, stale = false, swept = Infinity;
 
   const versionOf = db.prepare("PRAGMA data_version");
   const deletedIds = db.prepare(
     "SELECT group_concat(id) AS ids FROM deleted_conversations",
   );
-  // A chunk's rows of each group end to end in hex: one crossing into
-  // JavaScript per chunk is faster than one per row, and a string of 100 kB
-  // is young garbage the next scavenge takes, where blobs left the process
-  // 15-40 MB larger (docs/search.md). The aggregates of a group step through
-  // its rows in one order.
+  // A chunk's rows of a group end to end (the aggregates step through them
+  // in one order), in hex: young garbage, where blobs left the process 15-40
+  // MB larger (docs/search.md); and one crossing per chunk, not per row.
   const chunked = (where: string) =>
     db.prepare(
       `SELECT model, dim, fits, max(turn) AS top, group_concat(turn) AS turns,
@@ -119,7 +94,7 @@ export function prepareVectors(
                typeof(v.data) = 'blob' AND v.dim > 0 AND t.conv IS NOT NULL
                  AND length(v.data) = v.dim + 4 AS fits
              FROM vectors v LEFT JOIN turns t ON t.id = v.turn
-             WHERE ${where} ORDER BY v.turn LIMIT 64)
+             WHERE ${where} ORDER BY v.turn LIMIT ${CHUNK})
        GROUP BY model, dim, fits`,
     );
   const above = chunked("v.turn > CAST(? AS INTEGER)");
@@ -137,10 +112,8 @@ export function prepareVectors(
      WHERE NOT desktop_assistant_vector_known(turn, model, dim)`,
   );
   const exact = db.prepare(
-    `SELECT v.turn AS turn, v.model AS model, v.dim AS dim, v.data AS data,
-       t.conv AS conv
-     FROM vectors v LEFT JOIN turns t ON t.id = v.turn
-     WHERE v.turn IN (SELECT value FROM json_each(?))`,
+    `SELECT v.turn AS turn, model, dim, data, t.conv AS conv FROM vectors v
+     LEFT JOIN turns t ON t.id = v.turn WHERE v.turn IN (SELECT value FROM json_each(?))`,
   );
   const numbers = (list: unknown) =>
     typeof list === "string" && list !== "" ? list.split(",").map(Number) : [];
@@ -152,41 +125,30 @@ export function prepareVectors(
     if (groups.length === 0x7fff) {
       throw new RangeError("More than 32767 kinds of vectors are stored.");
     }
-    const group: Group = {
-      id: groups.length + 1,
-      model,
-      dim,
-      words: Math.ceil(dim / 32),
-      size: 0,
-      blocks: [],
-    };
+    const group = { id: groups.length + 1, model, dim, words: dim + 31 >> 5 };
     groups.push(group);
+    blocksOf.set(group, []);
     byModel.set(model, [...(byModel.get(model) ?? []), group]);
     return group;
   };
 
   /** Files one chunk of a group's rows; `hex` holds their blobs end to end in hex. */
   const ingest = (g: Group, turns: number[], convs: number[], hex: string) => {
+    const blocks = blocksOf.get(g)!;
+    const stride = g.words + 2;
     for (let i = 0; i < turns.length; i++) {
-      let block = g.blocks[g.blocks.length - 1];
+      let block = blocks[blocks.length - 1];
       if (block === undefined || block.size === BLOCK) {
-        block = {
-          size: 0,
-          codes: new Uint32Array(BLOCK * g.words),
-          turns: new Uint32Array(BLOCK),
-          convs: new Uint32Array(BLOCK),
-          dist: new Uint16Array(BLOCK),
-        };
-        g.blocks.push(block);
+        const slots = new Uint32Array(BLOCK * stride);
+        blocks.push(block = { size: 0, slots, dist: new Uint16Array(BLOCK) });
       }
-      const at = block.size++;
-      g.size++;
+      const o = block.size++ * stride;
       const turn = turns[i]!;
       // Filed before in another group: another model's vector replaced it.
       if (filed(turn) !== 0) stale = true;
       file(turn, g.id);
-      block.turns[at] = turn;
-      block.convs[at] = convs[i]!;
+      block.slots[o] = turn;
+      block.slots[o + 1] = convs[i]!;
       // A byte's sign is its first hex digit: 0-7 is zero or more.
       const from = 2 * (i * (g.dim + 4) + 4);
       for (let w = 0; w < g.words; w++) {
@@ -194,7 +156,7 @@ export function prepareVectors(
         for (let k = 0; k < 32 && w * 32 + k < g.dim; k++) {
           if (hex.charCodeAt(from + 2 * (w * 32 + k)) < 56) bits |= 1 << k;
         }
-        block.codes[at * g.words + w] = bits;
+        block.slots[o + 2 + w] = bits;
       }
     }
   };
@@ -218,41 +180,33 @@ export function prepareVectors(
   /** Drops the slots whose turn is no longer filed in their group, packing the rest to the front. */
   const compact = () => {
     for (const g of groups) {
+      const blocks = blocksOf.get(g)!;
+      const stride = g.words + 2;
       let kept = 0;
-      for (const from of g.blocks) {
-        for (let j = 0; j < from.size; j++) {
-          if (filed(from.turns[j]!) !== g.id) continue;
-          const to = g.blocks[kept >>> SHIFT]!;
-          const at = kept++ & (BLOCK - 1);
-          to.codes.set(
-            from.codes.subarray(j * g.words, (j + 1) * g.words),
-            at * g.words,
-          );
-          to.turns[at] = from.turns[j]!;
-          to.convs[at] = from.convs[j]!;
+      for (const { size, slots } of blocks) {
+        for (let o = 0; o < size * stride; o += stride) {
+          if (filed(slots[o]!) !== g.id) continue;
+          const at = (kept & (BLOCK - 1)) * stride;
+          const to = blocks[kept++ >>> SHIFT]!.slots;
+          to.set(slots.subarray(o, o + stride), at);
         }
       }
-      for (const [i, b] of g.blocks.entries()) {
+      for (const [i, b] of blocks.entries()) {
         b.size = Math.max(0, Math.min(BLOCK, kept - i * BLOCK));
       }
-      g.blocks = g.blocks.filter((b) => b.size > 0);
-      g.size = kept;
+      blocksOf.set(g, blocks.filter((b) => b.size > 0));
     }
     stale = false;
   };
 
   const sweep = () => {
     const started = performance.now();
-    for (const page of pages) {
-      for (let i = 0; page !== undefined && i < page.length; i++) {
-        page[i]! &= 0x7fff;
-      }
-    }
+    for (const page of pages) page?.set(page.map((v) => v & 0x7fff));
     const found = numbers(unknown.get()?.turns);
     for (const g of groups) {
-      for (const b of g.blocks) {
-        for (let j = 0; j < b.size; j++) {
-          const t = b.turns[j]!;
+      for (const { size, slots } of blocksOf.get(g)!) {
+        for (let o = 0; o < size * (g.words + 2); o += g.words + 2) {
+          const t = slots[o]!;
           if (pages[t >>> 16]![t & 0xffff] === g.id) {
             file(t, 0);
             stale = true;
@@ -261,13 +215,13 @@ export function prepareVectors(
       }
     }
     if (stale) compact();
-    for (let i = 0; i < found.length; i += 128) {
-      read(listed, JSON.stringify(found.slice(i, i + 128)));
+    for (let i = 0; i < found.length; i += CHUNK) {
+      read(listed, JSON.stringify(found.slice(i, i + CHUNK)));
     }
     if (stale) compact();
     sweepPending = false;
-    lastSweep = performance.now();
-    sweepCost = lastSweep - started;
+    swept = performance.now();
+    sweepCost = swept - started;
   };
 
   const look = (force: boolean) => {
@@ -283,23 +237,16 @@ export function prepareVectors(
       sweepPending = true;
     }
     const gap = sweepMs >= 0 ? sweepMs : 20 * sweepCost;
-    if (sweepPending && (force || performance.now() - lastSweep >= gap)) {
-      sweep();
-    }
+    if (sweepPending && (force || performance.now() - swept >= gap)) sweep();
     if (stale) compact();
   };
 
-  const search = (
-    query: Float32Array,
-    model: string,
-    limit: number,
-    exclude?: number,
-  ): VectorHit[] => {
+  const search: VectorSearch["search"] = (query, model, limit, exclude) => {
     if (!(query instanceof Float32Array)) {
       throw new TypeError("A query vector must be a Float32Array.");
     }
     look(false);
-    const mine = (byModel.get(model) ?? []).filter((m) => m.size > 0);
+    const mine = (byModel.get(model) ?? []).filter((m) => sizeOf(m) > 0);
     const g = mine.find((m) => m.dim === query.length);
     if (g === undefined && mine.length > 0) {
       throw new TypeError(
@@ -308,22 +255,18 @@ export function prepareVectors(
         } have ${mine.map((m) => m.dim).join(" or ")}.`,
       );
     }
-    let norm = 0;
-    for (let d = 0; d < query.length; d++) {
-      if (!Number.isFinite(query[d])) {
-        throw new TypeError(
-          `The query vector's component ${d} is ${query[d]}.`,
-        );
-      }
-      norm += query[d]! * query[d]!;
+    const norm = Math.hypot(...query);
+    if (!Number.isFinite(norm)) {
+      throw new TypeError("The query vector has a component NaN or infinite.");
     }
     const wanted = Math.floor(limit);
     if (g === undefined || norm === 0 || !(wanted >= 1)) return [];
-    norm = Math.sqrt(norm);
-    const keep = Math.min(g.size, Math.max(rescore, 4 * wanted));
-    const pool = Math.min(g.size, Math.max(candidates, keep));
+    const keep = Math.min(sizeOf(g), Math.max(rescore, 4 * wanted));
+    const pool = Math.min(sizeOf(g), Math.max(candidates, keep));
     const skip = exclude ?? -1;
     const W = g.words;
+    const stride = W + 2;
+    const blocks = blocksOf.get(g)!;
 
     // Hamming distances, a histogram of them, and the nearest `pool`.
     const bits = new Uint32Array(W);
@@ -332,9 +275,9 @@ export function prepareVectors(
     }
     const histogram = new Uint32Array(g.dim + 2);
     const none = g.dim + 1;
-    for (const { size, codes, convs, dist } of g.blocks) {
-      for (let j = 0, o = 0; j < size; j++, o += W) {
-        if (convs[j] === skip || isBlocked(convs[j]!)) {
+    for (const { size, slots, dist } of blocks) {
+      for (let j = 0, o = 2; j < size; j++, o += stride) {
+        if (slots[o - 1] === skip || isBlocked(slots[o - 1]!)) {
           histogram[dist[j] = none]!++;
           continue;
         }
@@ -343,7 +286,7 @@ export function prepareVectors(
           // A byte of nibble sums gains at most 8 a word: 31 words fit.
           let bytes = 0;
           for (const end = Math.min(W, w + 31); w < end; w++) {
-            let x = codes[o + w]! ^ bits[w]!;
+            let x = slots[o + w]! ^ bits[w]!;
             x -= (x >>> 1) & 0x55555555;
             x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
             bytes += (x + (x >>> 4)) & 0x0f0f0f0f;
@@ -360,7 +303,7 @@ export function prepareVectors(
     }
     const chosen: number[] = [];
     for (const below of [true, false]) {
-      g.blocks.forEach(({ size, dist }, b) => {
+      blocks.forEach(({ size, dist }, b) => {
         for (let j = 0; j < size && chosen.length < pool; j++) {
           if (below ? dist[j]! < cut : dist[j] === cut && cut < none) {
             chosen.push(b * BLOCK + j);
@@ -379,23 +322,21 @@ export function prepareVectors(
           2 * at(31 - Math.clz32(v & -v));
       }
     }
-    const rough = chosen.map((slot) => {
-      const { codes } = g.blocks[slot >>> SHIFT]!;
-      const o = (slot & (BLOCK - 1)) * W;
+    const slotOf = (at: number) =>
+      [blocks[at >>> SHIFT]!.slots, (at & (BLOCK - 1)) * stride] as const;
+    const rough = chosen.map((at) => {
+      const [slots, o] = slotOf(at);
       let s = 0;
       for (let w = 0, t = 0; w < W; w++, t += 1024) {
-        const x = codes[o + w]!;
+        const x = slots[o + 2 + w]!;
         s += table[t + (x & 255)]! + table[t + 256 + ((x >>> 8) & 255)]! +
           table[t + 512 + ((x >>> 16) & 255)]! + table[t + 768 + (x >>> 24)]!;
       }
       return s;
     });
     const asked = chosen.map((_, i) => i)
-      .sort((a, b) => rough[b]! - rough[a]!)
-      .slice(0, keep)
-      .map((i) =>
-        g.blocks[chosen[i]! >>> SHIFT]!.turns[chosen[i]! & (BLOCK - 1)]!
-      );
+      .sort((a, b) => rough[b]! - rough[a]!).slice(0, keep)
+      .map((i) => slotOf(chosen[i]!)).map(([slots, o]) => slots[o]!);
 
     // Exact cosine over the stored bytes, each row checked against the table.
     const hits: VectorHit[] = [];
@@ -403,16 +344,15 @@ export function prepareVectors(
     for (const row of exact.all(JSON.stringify(asked))) {
       const turn = Number(row.turn);
       const data = row.data;
-      answered.add(turn);
       if (
         row.model !== g.model || Number(row.dim) !== g.dim ||
         !(data instanceof Uint8Array) || data.length !== g.dim + 4
       ) {
         // Replaced in place by another kind of vector: the sweep files it.
-        answered.delete(turn);
         sweepPending = true;
         continue;
       }
+      answered.add(turn);
       const conv = Number(row.conv);
       if (row.conv === null || conv === skip || isBlocked(conv)) continue;
       const values = new Int8Array(data.buffer, data.byteOffset + 4, g.dim);
@@ -426,41 +366,35 @@ export function prepareVectors(
         hits.push({ turn, conv, score: dot / (norm * Math.sqrt(length)) });
       }
     }
-    for (const turn of asked) {
-      if (!answered.has(turn) && filed(turn) === g.id) {
-        file(turn, 0);
-        stale = true;
-      }
-    }
+    // Gone from the table: forgotten.
+    const gone = asked.filter((t) => !answered.has(t) && filed(t) === g.id);
+    for (const turn of gone) file(turn, 0);
+    stale ||= gone.length > 0;
     return hits.sort((a, b) => b.score - a.score || b.turn - a.turn)
       .slice(0, wanted);
   };
 
-  const count = (model: string): number => {
+  const count: VectorSearch["count"] = (model) => {
     look(false);
     let total = 0;
     for (const g of byModel.get(model) ?? []) {
-      for (const b of g.blocks) {
-        if (blockedCount === 0) total += b.size;
-        else {for (let j = 0; j < b.size; j++) {
-            total += isBlocked(b.convs[j]!) ? 0 : 1;
-          }}
+      for (const { size, slots } of blocksOf.get(g)!) {
+        for (let o = 1; o < size * (g.words + 2); o += g.words + 2) {
+          if (!isBlocked(slots[o]!)) total++;
+        }
       }
     }
     return total;
   };
 
   const bytes = () =>
-    pages.reduce((sum, p) => sum + p.byteLength, 0) + blocked.byteLength +
-    groups.flatMap((g) => g.blocks).reduce(
-      (sum, b) =>
-        sum + b.codes.byteLength + b.turns.byteLength + b.convs.byteLength +
-        b.dist.byteLength,
-      0,
+    [...blocksOf.values()].flat().reduce(
+      (sum, b) => sum + b.slots.byteLength + b.dist.byteLength,
+      pages.filter(Boolean).length * 131072 + blocked.byteLength,
     );
 
   // The first look reads every row; no sweep is due until something changes.
   look(false);
-  lastSweep = performance.now();
+  swept = performance.now();
   return { search, count, refresh: () => look(true), bytes };
 }

@@ -301,6 +301,8 @@ export async function vectorBenchmarks(
     });
     db.close();
     const limit = name === "base" ? 50 : 250;
+    progress("  memory in a fresh process…");
+    const bits = await childRss(path, "bits", options.seed, n);
     rows.push({
       id: `vectors.search.${name}`,
       figure: `search by meaning, ${label} vectors: p50 / p95 / max`,
@@ -326,7 +328,9 @@ export async function vectorBenchmarks(
     }, {
       id: `vectors.load.${name}`,
       figure: `index load at start, ${label} vectors`,
-      value: `${ms(loadMs)} (${mb(index.bytes())} of arrays)`,
+      value: `${ms(loadMs)} (arrays ${mb(index.bytes())}, RSS +${
+        mb(bits.growth)
+      })`,
       reference: `one exact scan of SQLite ${ms(median(direct))}`,
       ratio: ratio(loadMs / median(direct)),
       target: "reported",
@@ -345,8 +349,6 @@ export async function vectorBenchmarks(
       met: null,
     });
     if (name !== "base") continue;
-    progress("  memory, each design in a fresh process…");
-    const bits = await childRss(path, "bits", options.seed, n);
     const bytes = await childRss(path, "int8", options.seed, n);
     rows.push({
       id: "vectors.rss.base",

@@ -157,6 +157,20 @@ Deno.test("vector index: the stored vector nearest a query comes first, then cos
   }
 });
 
+Deno.test("vector index: with few candidates kept, 768 dimensions, the nearest still comes first", () => {
+  using h = history();
+  const stored = fill(h, 2000, 768);
+  // 32 of 2000 pass the bit prefilter and 8 are read again from SQLite.
+  const search = prepareVectors(h.reader, { candidates: 32, rescore: 8 });
+  const random = new Random(13);
+  for (const target of [1, 777, 1500, 2000]) {
+    const query = stored.get(target)!.map((x) =>
+      x + (random.next() - 0.5) * 2
+    );
+    assert.equal(search.search(query, MODEL, 1)[0]?.turn, target);
+  }
+});
+
 Deno.test("vector index: only vectors of the model asked; counts per model", () => {
   using h = history();
   const random = new Random(5);
@@ -176,31 +190,33 @@ Deno.test("vector index: only vectors of the model asked; counts per model", () 
 Deno.test("vector index: rows written after it was built are found", () => {
   using h = history();
   const stored = fill(h, 50, 32);
-  // Turn 60 exists without a vector yet, like a turn a backlog has not reached.
-  h.addTurn(60, 6);
-  h.add(100, 10, randomVector(new Random(1), 32));
+  h.add(1000, 100, randomVector(new Random(1), 32));
   const search = prepareVectors(h.reader, { sweepMs: Infinity });
   const random = new Random(9);
 
   // A new turn's vector, above every turn known: found by the next search.
   const fresh = randomVector(random, 32);
-  h.add(101, 10, fresh);
-  assert.equal(search.search(fresh, MODEL, 1)[0]?.turn, 101);
+  h.add(1001, 100, fresh);
+  assert.equal(search.search(fresh, MODEL, 1)[0]?.turn, 1001);
 
-  // A vector for an older turn (below the highest known) needs a sweep.
-  const late = randomVector(random, 32);
-  h.add(60, 6, late);
+  // Vectors for 300 older turns (a backlog worked below the newest): found
+  // once the sweep has run.
+  const late = new Map<number, Float32Array>();
+  h.writer.exec("BEGIN");
+  for (let turn = 100; turn < 400; turn++) {
+    late.set(turn, randomVector(random, 32));
+    h.add(turn, Math.ceil(turn / 10), late.get(turn)!);
+  }
+  h.writer.exec("COMMIT");
   search.refresh();
-  assert.deepEqual(search.search(late, MODEL, 1)[0], {
-    turn: 60,
-    conv: 6,
-    score: search.search(late, MODEL, 1)[0]!.score,
-  });
-  assert.equal(search.count(MODEL), stored.size + 3);
+  assert.equal(search.count(MODEL), stored.size + 2 + late.size);
+  for (const [turn, vector] of late) {
+    const [best] = search.search(vector, MODEL, 1);
+    assert.deepEqual([best?.turn, best?.conv], [turn, Math.ceil(turn / 10)]);
+  }
 
   // With sweeps always due, the next search finds such a row by itself.
   const eager = prepareVectors(h.reader, { sweepMs: 0 });
-  h.addTurn(70, 7);
   const older = randomVector(random, 32);
   h.add(70, 7, older);
   assert.equal(eager.search(older, MODEL, 1)[0]?.turn, 70);
