@@ -177,15 +177,20 @@ export function prepareVectors(
     }
   };
 
-  /** Drops the slots whose turn is no longer filed in their group, packing the rest to the front. */
-  const compact = () => {
+  /** Drops the slots whose turn is no longer filed in their group (or, in a sweep, was not seen), packing the rest to the front. */
+  const compact = (sweeping = false) => {
     for (const g of groups) {
       const blocks = blocksOf.get(g)!;
       const stride = g.words + 2;
       let kept = 0;
       for (const { size, slots } of blocks) {
         for (let o = 0; o < size * stride; o += stride) {
-          if (filed(slots[o]!) !== g.id) continue;
+          const t = slots[o]!;
+          if (filed(t) !== g.id) continue;
+          if (sweeping && pages[t >>> 16]![t & 0xffff]! < 0x8000) {
+            file(t, 0);
+            continue;
+          }
           const at = (kept & (BLOCK - 1)) * stride;
           const to = blocks[kept++ >>> SHIFT]!.slots;
           to.set(slots.subarray(o, o + stride), at);
@@ -203,18 +208,7 @@ export function prepareVectors(
     const started = performance.now();
     for (const page of pages) page?.set(page.map((v) => v & 0x7fff));
     const found = numbers(unknown.get()?.turns);
-    for (const g of groups) {
-      for (const { size, slots } of blocksOf.get(g)!) {
-        for (let o = 0; o < size * (g.words + 2); o += g.words + 2) {
-          const t = slots[o]!;
-          if (pages[t >>> 16]![t & 0xffff] === g.id) {
-            file(t, 0);
-            stale = true;
-          }
-        }
-      }
-    }
-    if (stale) compact();
+    compact(true);
     for (let i = 0; i < found.length; i += CHUNK) {
       read(listed, JSON.stringify(found.slice(i, i + CHUNK)));
     }
@@ -226,25 +220,28 @@ export function prepareVectors(
 
   const look = (force: boolean) => {
     if (stale) compact();
-    const now = Number(versionOf.get()?.data_version);
-    if (now !== version) {
-      version = now;
-      const ids = numbers(deletedIds.get()?.ids);
-      blocked = new Uint8Array(ids.reduce((a, b) => Math.max(a, b), 0) + 1);
-      for (const id of ids) blocked[id] = 1;
-      blockedCount = ids.length;
-      read(above, watermark);
-      sweepPending = true;
+    // One snapshot for the version and every read that follows it.
+    db.exec("SAVEPOINT desktop_assistant_vectors");
+    try {
+      const now = Number(versionOf.get()?.data_version);
+      if (now !== version) {
+        version = now;
+        const ids = numbers(deletedIds.get()?.ids);
+        blocked = new Uint8Array(ids.reduce((a, b) => Math.max(a, b), 0) + 1);
+        for (const id of ids) blocked[id] = 1;
+        blockedCount = ids.length;
+        read(above, watermark);
+        sweepPending = true;
+      }
+      const gap = sweepMs >= 0 ? sweepMs : 20 * sweepCost;
+      if (sweepPending && (force || performance.now() - swept >= gap)) sweep();
+    } finally {
+      db.exec("RELEASE desktop_assistant_vectors");
     }
-    const gap = sweepMs >= 0 ? sweepMs : 20 * sweepCost;
-    if (sweepPending && (force || performance.now() - swept >= gap)) sweep();
     if (stale) compact();
   };
 
   const search: VectorSearch["search"] = (query, model, limit, exclude) => {
-    if (!(query instanceof Float32Array)) {
-      throw new TypeError("A query vector must be a Float32Array.");
-    }
     look(false);
     const mine = (byModel.get(model) ?? []).filter((m) => sizeOf(m) > 0);
     const g = mine.find((m) => m.dim === query.length);

@@ -164,9 +164,7 @@ Deno.test("vector index: with few candidates kept, 768 dimensions, the nearest s
   const search = prepareVectors(h.reader, { candidates: 32, rescore: 8 });
   const random = new Random(13);
   for (const target of [1, 777, 1500, 2000]) {
-    const query = stored.get(target)!.map((x) =>
-      x + (random.next() - 0.5) * 2
-    );
+    const query = stored.get(target)!.map((x) => x + (random.next() - 0.5) * 2);
     assert.equal(search.search(query, MODEL, 1)[0]?.turn, target);
   }
 });
@@ -185,6 +183,14 @@ Deno.test("vector index: only vectors of the model asked; counts per model", () 
   assert.equal(search.count("model-a"), 1);
   assert.equal(search.count("model-b"), 2);
   assert.equal(search.count("model-c"), 0);
+
+  // A new model's vector replaces turn 1's in place (one row per turn).
+  h.add(1, 1, query, "model-b");
+  assert.deepEqual(search.search(query, "model-a", 10), []);
+  search.refresh();
+  assert.equal(search.count("model-a"), 0);
+  assert.equal(search.count("model-b"), 3);
+  assert.equal(search.search(query, "model-b", 1)[0]?.turn, 1);
 });
 
 Deno.test("vector index: rows written after it was built are found", () => {
