@@ -37,11 +37,7 @@ export interface VectorSearch {
   bytes(): number;
 }
 
-/**
- * Prepares the index on one connection, reading every vector once. The
- * search worker runs this function from its source text: the body uses only
- * its parameters and globals.
- */
+/** Prepares the index on one connection, reading every vector once; the search worker runs it from its source text, so its body uses only its parameters and globals. */
 export function prepareVectors(
   db: DatabaseSync,
   options: VectorOptions = {},
@@ -112,8 +108,9 @@ export function prepareVectors(
      WHERE NOT desktop_assistant_vector_known(turn, model, dim)`,
   );
   const exact = db.prepare(
-    `SELECT v.turn AS turn, model, dim, data, t.conv AS conv FROM vectors v
-     LEFT JOIN turns t ON t.id = v.turn WHERE v.turn IN (SELECT value FROM json_each(?))`,
+    `SELECT v.turn AS turn, v.model AS model, v.dim AS dim, v.data AS data,
+       t.conv AS conv FROM vectors v LEFT JOIN turns t ON t.id = v.turn
+     WHERE v.turn IN (SELECT value FROM json_each(?))`,
   );
   const numbers = (list: unknown) =>
     typeof list === "string" && list !== "" ? list.split(",").map(Number) : [];
@@ -392,6 +389,7 @@ export function prepareVectors(
 
   // The first look reads every row; no sweep is due until something changes.
   look(false);
+  sweepPending = false;
   swept = performance.now();
   return { search, count, refresh: () => look(true), bytes };
 }
