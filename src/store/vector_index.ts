@@ -97,7 +97,9 @@ export function prepareVectors(
   const listed = chunked("v.turn IN (SELECT value FROM json_each(?))");
   const find = (model: string, dim: number) =>
     byModel.get(model)?.find((g) => g.dim === dim);
-  db.function("desktop_assistant_vector_known", (turn, model, dim) => {
+  // A name of its own: a second index on this connection would replace it.
+  const known = `desktop_assistant_vector_known_${Math.random() * 1e9 | 0}`;
+  db.function(known, (turn, model, dim) => {
     const t = Number(turn);
     const page = pages[t >>> 16];
     if (page !== undefined) page[t & 0xffff]! |= 0x8000;
@@ -105,7 +107,7 @@ export function prepareVectors(
   });
   const unknown = db.prepare(
     `SELECT group_concat(turn) AS turns FROM vectors
-     WHERE NOT desktop_assistant_vector_known(turn, model, dim)`,
+     WHERE NOT ${known}(turn, model, dim)`,
   );
   const exact = db.prepare(
     `SELECT v.turn AS turn, v.model AS model, v.dim AS dim, v.data AS data,
@@ -117,8 +119,8 @@ export function prepareVectors(
   const isBlocked = (conv: number) => blockedCount > 0 && blocked[conv] === 1;
 
   const groupFor = (model: string, dim: number): Group => {
-    const known = find(model, dim);
-    if (known !== undefined) return known;
+    const found = find(model, dim);
+    if (found !== undefined) return found;
     if (groups.length === 0x7fff) {
       throw new RangeError("More than 32767 kinds of vectors are stored.");
     }

@@ -226,6 +226,13 @@ Deno.test("vector index: rows written after it was built are found", () => {
   const older = randomVector(random, 32);
   h.add(70, 7, older);
   assert.equal(eager.search(older, MODEL, 1)[0]?.turn, 70);
+
+  // Two indexes on one connection keep their own bookkeeping.
+  const another = randomVector(random, 32);
+  h.add(80, 8, another);
+  search.refresh();
+  assert.equal(search.count(MODEL), stored.size + 2 + late.size + 2);
+  assert.equal(search.search(another, MODEL, 1)[0]?.turn, 80);
 });
 
 Deno.test("vector index: deleted rows and deleted conversations are never answered", () => {
