@@ -14,7 +14,7 @@ export type VectorHit = { turn: number; conv: number; score: number };
 export interface VectorOptions {
   /** Vectors the bit prefilter passes on; default 4096. */
   candidates?: number;
-  /** Vectors read from SQLite and ranked exactly; default 400, and at least 4 × the limit asked. */
+  /** Vectors read from SQLite and ranked exactly; default 400 or one in 1024 of the model's, whichever is more; at least 4 × the limit asked. */
   rescore?: number;
   /** Least milliseconds between sweeps; default 20 × the last one's duration; Infinity: at refresh() only. */
   sweepMs?: number;
@@ -257,7 +257,9 @@ export function prepareVectors(
     }
     const wanted = Math.floor(limit);
     if (g === undefined || norm === 0 || !(wanted >= 1)) return [];
-    const keep = Math.min(sizeOf(g), Math.max(rescore, 4 * wanted));
+    // Recall at a million vectors is bound by how many are rescored.
+    const least = options.rescore ?? Math.max(rescore, sizeOf(g) >> 10);
+    const keep = Math.min(sizeOf(g), Math.max(least, 4 * wanted));
     const pool = Math.min(sizeOf(g), Math.max(candidates, keep));
     const skip = exclude ?? -1;
     const W = g.words;
