@@ -50,8 +50,8 @@ export function prepareVectors(
       `Vector search candidates ${candidates} and rescore ${rescore} must be positive integers.`,
     );
   }
-  // Blocks of 2^SHIFT slots, never moved or freed while in use: memory that
-  // grows by copying leaves the old copy to the allocator (docs/search.md).
+  // Blocks of 2^SHIFT slots, each allocated once: an array grown by copying
+  // leaves its old copy to collect, up to 1.5 times the index while loading.
   const SHIFT = 12;
   const BLOCK = 1 << SHIFT;
   const CHUNK = 64;
@@ -79,7 +79,7 @@ export function prepareVectors(
     "SELECT group_concat(id) AS ids FROM deleted_conversations",
   );
   // A chunk's rows of a group end to end (the aggregates step through them
-  // in one order), in hex: young garbage, where blobs left the process 15-40
+  // in one order), in hex: young garbage, where blobs left the process 11-30
   // MB larger (docs/search.md); and one crossing per chunk, not per row.
   const chunked = (where: string) =>
     db.prepare(
