@@ -10,6 +10,16 @@ const BENCH = new URL("./bench/bench.ts", import.meta.url).pathname;
 
 /** Every row a run with both history sizes produces. */
 const ROW_IDS = [
+  "vectors.search.base",
+  "vectors.recall.base",
+  "vectors.load.base",
+  "vectors.pickup.base",
+  "vectors.rss.base",
+  "vectors.int8.base",
+  "vectors.search.large",
+  "vectors.recall.large",
+  "vectors.load.large",
+  "vectors.pickup.large",
   "relay.1",
   "relay.16",
   "latency.8",

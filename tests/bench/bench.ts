@@ -37,6 +37,7 @@ import { PROMPT_SIZES, promptBenchmarks } from "./prompt_bench.ts";
 import { filesBenchmarks } from "./files_bench.ts";
 import { MEMORIES_SIZES, memoriesBenchmarks } from "./memory_bench.ts";
 import { meaningBenchmarks } from "./meaning_bench.ts";
+import { vectorBenchmarks } from "./vector_bench.ts";
 
 /** The groups, in run order. */
 export const GROUPS = [
@@ -55,6 +56,7 @@ export const GROUPS = [
   "files",
   "memory",
   "meaning",
+  "vectors",
 ] as const;
 
 /** One group's name. */
@@ -223,6 +225,8 @@ export async function runBench(
           { ...history, mode },
           options.smoke,
         );
+      case "vectors":
+        return await vectorBenchmarks({ ...history, mode }, options.smoke);
     }
   };
   try {
