@@ -6,15 +6,10 @@
  * its best turn, unmarked.
  */
 import type { SearchHit } from "../protocol/protocol.ts";
+import type { NearHit } from "../store/search_worker.ts";
 
 /** A conversation found by meaning: its best turn's text and how close it came. */
-export interface MeaningHit {
-  id: number;
-  title: string;
-  /** The best turn's text (question, then reply), cut for a snippet. */
-  text: string;
-  score: number;
-}
+export type MeaningHit = NearHit;
 
 /** Reciprocal rank fusion's constant: how much the first places outweigh the rest. */
 const K = 60;

@@ -35,6 +35,8 @@ export interface IndexerOptions {
   retryMs: number;
   timer?: PollTimer;
   now?: () => number;
+  /** Told when a backlog is through. */
+  done?: () => void;
 }
 
 /** Turn ids still to scan: from `below` down to `floor`. */
@@ -63,6 +65,8 @@ export class Indexer implements Disposable {
   #retry: unknown = null;
   #up: boolean | null = null;
   #progress: { done: number; total: number } | null = null;
+  /** Whether this pass made a vector: a pass that found nothing to do reports nothing. */
+  #worked = false;
   #reported = 0;
   #closed = false;
 
@@ -189,6 +193,7 @@ export class Indexer implements Disposable {
       }),
     );
     range.below = rows.at(-1)!.turn;
+    this.#worked = true;
     if (this.#progress) this.#progress.done += kept;
     this.#report(false);
     return true;
@@ -204,9 +209,13 @@ export class Indexer implements Disposable {
 
   #finish(model: string): void {
     if (this.#progress === null) return;
-    this.#progress = this.#o.vectors.progress(model);
-    this.#report(true);
+    if (this.#worked) {
+      this.#progress = this.#o.vectors.progress(model);
+      this.#report(true);
+      this.#o.done?.();
+    }
     this.#progress = null;
+    this.#worked = false;
   }
 
   #report(final: boolean): void {

@@ -8,6 +8,10 @@ import { LlmClient } from "../llm/client.ts";
 import { describeError, log } from "../base/log.ts";
 import { holds, missingGrants } from "../base/permissions.ts";
 import { SearchWorker } from "../store/search_worker.ts";
+import { encodeVector } from "../store/vector_index.ts";
+import { Embedder } from "../llm/embeddings.ts";
+import { Indexer } from "../assistant/indexer.ts";
+import { Meaning } from "../assistant/meaning.ts";
 import { Server } from "../server/server.ts";
 import { clearSocketPath } from "../server/socket_path.ts";
 import { Store } from "../store/store.ts";
@@ -149,10 +153,33 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   await using _worker = {
     [Symbol.asyncDispose]: async () => await worker?.close(),
   };
+  const meaningOn = config.embed_url !== "";
+  const searchWorker = () =>
+    worker ??= new SearchWorker(paths.dbPath, { vectors: meaningOn });
   const searcher = {
-    search: (q: string, limit: number) =>
-      (worker ??= new SearchWorker(paths.dbPath)).search(q, limit),
+    search: (q: string, limit: number) => searchWorker().search(q, limit),
   };
+  // Search by meaning: the turns' vectors made in the background, searched
+  // on the worker beside the words.
+  const embedder = meaningOn
+    ? new Embedder({
+      url: config.embed_url,
+      model: config.embed_model,
+      stallMs: config.stall_timeout * 1000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    })
+    : null;
+  using indexer = embedder && new Indexer({
+    embedder,
+    vectors: store.vectors,
+    encode: encodeVector,
+    busy: () => replying(),
+    publish: (event) => server?.broadcast(event),
+    retryMs: (config.backend_poll || 30) * 1000,
+    // The worker catches up with a backlog's vectors while nobody searches.
+    done: () => worker?.refreshVectors(),
+  });
+  const meaningStop = new AbortController();
   const llm = new LlmClient({
     url: config.llm_url,
     model: config.model,
@@ -181,6 +208,13 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
       timeoutSeconds: config.confirm_timeout,
     },
     searcher,
+    indexer,
+    meaning: embedder && new Meaning({
+      embedder,
+      nearest: (query, model, limit, exclude) =>
+        searchWorker().nearest(query, model, limit, exclude),
+      signal: meaningStop.signal,
+    }),
     version: VERSION,
     emit: (event) => server?.broadcast(event),
     backend: () => backend.view,
@@ -194,7 +228,9 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     onClients: (count) => backend.clients(count),
   });
   server = listening;
-  worker ??= new SearchWorker(paths.dbPath);
+  worker = searchWorker();
+  // A backlog (a history from before, a new model) starts at once.
+  indexer?.kick();
   log.info("listening", {
     socket: paths.socketPath,
     pid: Deno.pid,
@@ -210,6 +246,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // The reply in flight ends first, so its `done {stopped: true}` is queued
   // for every client before the server closes them.
   assistant.shutdown();
+  meaningStop.abort();
   await listening.close();
   if (!await within(assistant.settled(), SETTLE_MS)) {
     log.warn("reply still winding down at exit", { ms: SETTLE_MS });

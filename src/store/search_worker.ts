@@ -16,14 +16,32 @@ import {
   type SearchHit,
   type SearchOptions,
 } from "./search.ts";
+import { prepareVectors } from "./vector_index.ts";
+
+/** A conversation found by meaning: its best turn's text and how close it came. */
+export interface NearHit {
+  id: number;
+  title: string;
+  text: string;
+  score: number;
+}
 
 type Request =
-  | { type: "open"; path: string; options: SearchOptions }
+  | { type: "open"; path: string; options: SearchOptions; vectors: boolean }
   | { type: "search"; id: number; q: string; limit: number }
+  | {
+    type: "near";
+    id: number;
+    query: Float32Array;
+    model: string;
+    limit: number;
+    exclude: number | null;
+  }
+  | { type: "refresh" }
   | { type: "close" };
 
 type Reply =
-  | { type: "hits"; id: number; hits: SearchHit[] }
+  | { type: "hits"; id: number; hits: SearchHit[] | NearHit[] }
   | { type: "failed"; id: number; name: string; message: string }
   | { type: "closed" };
 
@@ -33,6 +51,7 @@ type Reply =
  */
 function workerMain(
   prepare: typeof prepareSearch,
+  prepareNear: typeof prepareVectors,
   Database: typeof import("node:sqlite").DatabaseSync,
 ): void {
   const scope = globalThis as unknown as {
@@ -41,23 +60,72 @@ function workerMain(
   };
   let db: InstanceType<typeof Database> | null = null;
   let search: ReturnType<typeof prepareSearch> | null = null;
+  let near: ReturnType<typeof prepareVectors> | null = null;
   let failure: unknown = null;
+  /** The best conversations by meaning, each with its best turn's text. */
+  const nearest = (
+    query: Float32Array,
+    model: string,
+    limit: number,
+    exclude: number | null,
+  ): NearHit[] => {
+    if (near === null || db === null) throw failure;
+    // More turns than conversations wanted: several may share one.
+    const hits = near.search(query, model, limit * 4, exclude ?? undefined);
+    const best = new Map<number, { turn: number; score: number }>();
+    for (const hit of hits) {
+      if (!best.has(hit.conv)) best.set(hit.conv, hit);
+      if (best.size === limit) break;
+    }
+    const read = db.prepare(
+      `SELECT t.id AS turn, t.user AS user, t.reply AS reply, c.title AS title
+       FROM turns t JOIN conversations c ON c.id = t.conv
+       WHERE t.id IN (SELECT value FROM json_each(?))`,
+    );
+    const rows = new Map<number, Record<string, unknown>>();
+    const turns = [...best.values()].map((b) => b.turn);
+    for (const row of read.iterate(JSON.stringify(turns))) {
+      rows.set(Number(row.turn), row);
+    }
+    const found: NearHit[] = [];
+    for (const [conv, { turn, score }] of best) {
+      const row = rows.get(turn);
+      if (!row) continue;
+      found.push({
+        id: conv,
+        title: String(row.title ?? ""),
+        text: `${row.user ?? ""}\n${row.reply ?? ""}`,
+        score,
+      });
+    }
+    return found;
+  };
   scope.onmessage = ({ data }) => {
     if (data.type === "open") {
       try {
         db = new Database(data.path, { readOnly: true });
         db.exec("PRAGMA busy_timeout = 5000");
         search = prepare(db, data.options);
+        // Read once, at the start: every vector's sign bits (docs/search.md).
+        if (data.vectors) near = prepareNear(db);
       } catch (error) {
         failure = error;
       }
-    } else if (data.type === "search") {
+    } else if (data.type === "refresh") {
+      try {
+        near?.refresh();
+      } catch {
+        // The next search catches up on its own.
+      }
+    } else if (data.type === "search" || data.type === "near") {
       try {
         if (search === null) throw failure;
         scope.postMessage({
           type: "hits",
           id: data.id,
-          hits: search(data.q, data.limit),
+          hits: data.type === "search"
+            ? search(data.q, data.limit)
+            : nearest(data.query, data.model, data.limit, data.exclude),
         });
       } catch (error) {
         const e = error instanceof Error ? error : new Error(String(error));
@@ -80,6 +148,7 @@ function workerMain(
 const SOURCE = `import { DatabaseSync } from "node:sqlite";
 (${workerMain.toString()})(
   (db, options) => (${prepareSearch.toString()})(db, options, ${prepareSource.toString()}),
+  (db, options) => (${prepareVectors.toString()})(db, options),
   DatabaseSync,
 );
 `;
@@ -102,6 +171,8 @@ function rebuild(name: string, message: string): Error {
 export interface SearchWorkerOptions extends SearchOptions {
   /** Starts a worker on the module at `url`; default `new Worker(url, {type: "module"})`. Tests inject one that crashes. */
   spawn?: (url: string) => Worker;
+  /** Search by meaning too: the worker reads the turns' vectors at its start. */
+  vectors?: boolean;
 }
 
 function spawnWorker(url: string): Worker {
@@ -121,7 +192,8 @@ export class SearchWorker implements AsyncDisposable {
   #tuning: SearchOptions = {};
   #spawn: (url: string) => Worker;
   #next = 1;
-  #pending = new Map<number, PromiseWithResolvers<SearchHit[]>>();
+  #pending = new Map<number, PromiseWithResolvers<SearchHit[] | NearHit[]>>();
+  #vectors: boolean;
   #closing: PromiseWithResolvers<void> | null = null;
   #closed = false;
 
@@ -132,6 +204,7 @@ export class SearchWorker implements AsyncDisposable {
     );
     this.#dbPath = dbPath;
     this.#spawn = options.spawn ?? spawnWorker;
+    this.#vectors = options.vectors ?? false;
     // Only the tuning numbers cross: the worker has its own clock.
     if (options.rankCap !== undefined) this.#tuning.rankCap = options.rankCap;
     if (options.budgetMs !== undefined) {
@@ -142,6 +215,35 @@ export class SearchWorker implements AsyncDisposable {
 
   /** Runs one search; rejects with the search's error when it fails. */
   search(q: string, limit: number): Promise<SearchHit[]> {
+    return this.#ask((id) => ({ type: "search", id, q, limit })) as Promise<
+      SearchHit[]
+    >;
+  }
+
+  /** The best conversations by the meaning of `query` (a vector of `model`), leaving out `exclude`; rejects when the worker reads no vectors. */
+  nearest(
+    query: Float32Array,
+    model: string,
+    limit: number,
+    exclude: number | null,
+  ): Promise<NearHit[]> {
+    return this.#ask((id) => ({
+      type: "near",
+      id,
+      query,
+      model,
+      limit,
+      exclude,
+    })) as Promise<NearHit[]>;
+  }
+
+  /** New vectors were written below the newest turn (a backlog): the worker catches up now, while nobody searches. */
+  refreshVectors(): void {
+    if (this.#closed || this.#worker === null) return;
+    this.#worker.postMessage({ type: "refresh" } satisfies Request);
+  }
+
+  #ask(request: (id: number) => Request): Promise<SearchHit[] | NearHit[]> {
     if (this.#closed) {
       return Promise.reject(
         new AssistantError("Search worker is closed; open a new one."),
@@ -149,9 +251,9 @@ export class SearchWorker implements AsyncDisposable {
     }
     const worker = this.#worker ?? this.#start();
     const id = this.#next++;
-    const pending = Promise.withResolvers<SearchHit[]>();
+    const pending = Promise.withResolvers<SearchHit[] | NearHit[]>();
     this.#pending.set(id, pending);
-    worker.postMessage({ type: "search", id, q, limit } satisfies Request);
+    worker.postMessage(request(id));
     return pending.promise;
   }
 
@@ -191,6 +293,7 @@ export class SearchWorker implements AsyncDisposable {
         type: "open",
         path: this.#dbPath,
         options: this.#tuning,
+        vectors: this.#vectors,
       } satisfies Request,
     );
     this.#worker = worker;
