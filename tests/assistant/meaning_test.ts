@@ -29,7 +29,7 @@ Deno.test("turns get their vectors in the background; a search finds a conversat
   });
   await using daemon = await Daemon.start({
     llmUrl: llm.url,
-    config: `embed_url = "${embedder.url}"\n`,
+    config: `embed_url = "${embedder.url}"\nrecall = true\n`,
   });
   assert.ok(
     daemon.flags.some((flag) =>

@@ -62,6 +62,12 @@ Deno.test("defaultConfig holds the documented defaults", () => {
     play_command: ["aplay", "-q"],
     speak: "own",
     convert: { "application/pdf": ["pdftotext", "-layout", "-", "-"] },
+    memory: "ask",
+    memory_idle: 120,
+    memory_tokens: 300,
+    embed_url: "",
+    embed_model: "",
+    recall: true,
     request: {},
     mcp: {},
   });

@@ -763,6 +763,8 @@ function check(
             turns: [],
             ...(want.private ? { private: true } : {}),
             summary: null,
+            // The fuzzed daemon runs with memory = "off".
+            memories: 0,
             ...ref,
           }
           : { ...opened, ...ref },

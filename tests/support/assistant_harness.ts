@@ -14,7 +14,7 @@ import { LlmClient } from "../../src/llm/client.ts";
 import { Server } from "../../src/server/server.ts";
 import { Store } from "../../src/store/store.ts";
 import { loadTools } from "../../src/tools/load.ts";
-import { daemonEnv, memoryOff } from "./daemon_harness.ts";
+import { builtinsOff, daemonEnv } from "./daemon_harness.ts";
 import { SocketClient } from "./socket_client.ts";
 
 /** Options of an assistant under test. */
@@ -88,7 +88,7 @@ export class LocalDaemon implements AsyncDisposable {
       paths.configFile,
       `llm_url = ${JSON.stringify(options.llmUrl)}\n` +
         `tools_dirs = ${JSON.stringify(options.toolsDirs ?? [])}\n` +
-        memoryOff(options.config) + (options.config ?? ""),
+        builtinsOff(options.config) + (options.config ?? ""),
     );
     // Lines logged before the daemon object exists are kept too.
     let early = "";

@@ -89,7 +89,7 @@ export class Daemon implements AsyncDisposable {
       paths.configFile,
       `llm_url = ${JSON.stringify(options.llmUrl)}\n` +
         `tools_dirs = ${JSON.stringify(toolsDirs)}\n` +
-        memoryOff(options.config) + (options.config ?? ""),
+        builtinsOff(options.config) + (options.config ?? ""),
     );
     // The flags `main.ts flags` would print for this home.
     const flags = options.flags ??
@@ -176,11 +176,15 @@ export class Daemon implements AsyncDisposable {
 }
 
 /**
- * `memory = "off"` unless the config sets `memory`: tests see only the
- * requests and tools they are about, and memory's own tests turn it on.
+ * `memory = "off"` and `recall = false` unless the config sets them: tests
+ * see only the requests and tools they are about, and the tests of memory
+ * and recall turn them on.
  */
-export function memoryOff(config: string | undefined): string {
-  return /^\s*memory\s*=/m.test(config ?? "") ? "" : `memory = "off"\n`;
+export function builtinsOff(config: string | undefined): string {
+  const sets = (key: string) =>
+    new RegExp(`^\\s*${key}\\s*=`, "m").test(config ?? "");
+  return (sets("memory") ? "" : `memory = "off"\n`) +
+    (sets("recall") ? "" : "recall = false\n");
 }
 
 /** What a child deno needs from this process: its module cache and TLS settings, never XDG or HOME. */
