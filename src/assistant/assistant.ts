@@ -36,8 +36,11 @@ import { memoryCommand } from "./memory_commands.ts";
 import type { Proposer } from "./proposals.ts";
 import { assemble, type AssistantOptions } from "./parts.ts";
 
+/** The model side of a turn, and the config keys a turn reads. */
 export type { ModelSource, TurnConfig } from "./turn.ts";
+/** What searches the history for the assistant. */
 export type { Searcher } from "./archive.ts";
+/** What an assistant is made from. */
 export type { AssistantOptions } from "./parts.ts";
 
 const startedAt = performance.now();

@@ -24,11 +24,11 @@ import { coveredStart } from "./history_window.ts";
 import type { QuestionFile } from "./attachments.ts";
 import { type HeldTurn, pictureOf, sendable } from "./held_turn.ts";
 
+/** A turn as a conversation holds it. */
 export type { HeldTurn } from "./held_turn.ts";
 import { planRequest, type Question } from "./request_plan.ts";
 import { type MemoryBlock, NO_MEMORIES } from "./memory.ts";
 
-export type { Question } from "./request_plan.ts";
 import {
   planSummary,
   type RunningSummary,
@@ -271,6 +271,14 @@ export class Conversation {
     };
     if (turn.replaces && this.#turns.length > 0) this.#turns.pop();
     this.#turns.push(held);
+    // A summary saved before the rule held may cover the turn just
+    // replaced: it tells of an answer that is gone, so it goes.
+    if (this.#summary && this.#summary.turns > this.#coverable()) {
+      this.#summary = null;
+      if (this.#id !== null && !this.private) {
+        this.#deps.store.setSummary(this.#id, null);
+      }
+    }
     const final = turn.messages.at(-1);
     this.#last = {
       start: plan.start,

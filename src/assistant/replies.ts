@@ -290,7 +290,7 @@ export class Replies {
         };
         const memories = conversation.memories;
         if (o.current() === conversation) {
-          o.publish({ type: "window", ...window });
+          o.publish({ type: "window", ...window, used: plan.used });
         }
         // What the server reported for this turn, or nothing: never a
         // figure of another conversation's.

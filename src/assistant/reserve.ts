@@ -6,7 +6,7 @@ import type { Config } from "../base/config.ts";
 import type { Truncation } from "../protocol/protocol.ts";
 
 /** The `[request]` keys that limit a reply's tokens, in the order llama-server reads them (the first one set counts). */
-export const TOKEN_LIMIT_KEYS = [
+const TOKEN_LIMIT_KEYS = [
   "n_predict",
   "max_tokens",
   "max_completion_tokens",

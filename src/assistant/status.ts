@@ -37,7 +37,14 @@ export type StatusNote =
   /** A request used this many tokens of the context. */
   | { type: "usage"; used: number }
   /** Earlier turns the last request in the current conversation carried, of how many, and how many its summary covers. */
-  | { type: "window"; sent: number; total: number; summarized: number };
+  | {
+    type: "window";
+    sent: number;
+    total: number;
+    summarized: number;
+    /** What the server reported for the turn; null when it reported nothing. */
+    used: number | null;
+  };
 
 /** What the status folds. */
 export type StatusEvent = Event | StatusNote;
@@ -79,6 +86,7 @@ export function foldStatus(status: StatusView, event: StatusEvent): StatusView {
     case "window":
       return {
         ...status,
+        ctx_used: event.used,
         ctx_sent: event.sent,
         ctx_total: event.total,
         ctx_summarized: event.summarized,
@@ -87,6 +95,7 @@ export function foldStatus(status: StatusView, event: StatusEvent): StatusView {
       // What the last request carried was about the conversation before.
       return {
         ...status,
+        ctx_used: null,
         ctx_sent: null,
         ctx_total: null,
         ctx_summarized: null,

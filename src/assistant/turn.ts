@@ -28,6 +28,7 @@ import { sendWithin } from "./resend.ts";
 import type { TurnConfig } from "./turn_config.ts";
 import { readReply, type ReplyEnd, type ReplyEvent } from "./turn_stream.ts";
 
+/** The config keys a turn reads. */
 export type { TurnConfig } from "./turn_config.ts";
 
 /** The model side of a turn; `LlmClient` in production, anything alike in tests. */
@@ -108,7 +109,7 @@ export interface TurnResult {
 }
 
 /** What stands in for the answer of a reply cut short inside its reasoning, by what cut it. */
-export const CUT_IN_REASONING: Readonly<Record<Truncation, string>> = {
+const CUT_IN_REASONING: Readonly<Record<Truncation, string>> = {
   max_tokens:
     "[the reply ended inside its reasoning: raise max_tokens or set thinking = false]",
   context:
@@ -116,7 +117,7 @@ export const CUT_IN_REASONING: Readonly<Record<Truncation, string>> = {
 };
 
 /** Two requests' costs as one: each figure summed. */
-export function addTimings(
+function addTimings(
   sum: Timings | null,
   next: Timings | null,
 ): Timings | null {

@@ -102,6 +102,34 @@ Deno.test("a retry is planned as if the turn it replaces had not been, and repla
   assert.equal(r.store.open(c.id!)!.turns.length, 2);
 });
 
+Deno.test("a summary saved before the rule, covering the turn a retry replaces, is neither sent nor kept", async () => {
+  await using r = await registry();
+  const c = r.conversations.create();
+  await asked(c, "One", "First answer.");
+  await asked(c, "Two", "Second answer.");
+  const id = c.id!;
+  r.store.setSummary(id, {
+    text: "The user heard First answer. and Second answer.",
+    turns: 2,
+    tokens: null,
+  });
+  // The next run reads the conversation as the history file holds it.
+  const again = new Conversations({
+    store: r.store,
+    ledger: new TokenLedger(),
+    book: new CacheBook(r.store),
+    config: TURN_CONFIG,
+  }).open(id);
+  const retry = await asked(again, "Two", "Second, again.", true);
+  assert.ok(!JSON.stringify(retry.request).includes("Second answer."));
+  assert.equal(again.summary, null);
+  assert.equal(r.store.summary(id), null);
+  const next = await asked(again, "Three", "Third answer.");
+  const sent = JSON.stringify(next.request);
+  assert.ok(!sent.includes("Second answer."), "not in a later request either");
+  assert.ok(sent.includes("First answer.") && sent.includes("Second, again."));
+});
+
 Deno.test("a turn's count lands only while the conversation still holds the turn", async () => {
   await using r = await registry();
   const c = r.conversations.create();

@@ -60,8 +60,13 @@ Deno.test("a reply the server reported no usage for sends no context figure of a
   const second = await brain.ask("In the second conversation");
   const [done] = ofType(second, "done");
   assert.notEqual(done?.id, measured.id);
-  // Nothing measured this conversation: no meter is sent for it.
+  // Nothing measured this conversation: no meter is sent for it, and a
+  // client connecting now is not shown the first conversation's.
   assert.deepEqual(ofType(second, "ctx"), []);
+  const hello = brain.assistant.hello() as EventOf<"hello">;
+  assert.equal(hello.ctx_used, null);
+  // Its own figures stand: no earlier turn was sent.
+  assert.equal(hello.ctx_sent, 0);
 });
 
 Deno.test("hello says how many earlier turns the current conversation's summary covers", async () => {

@@ -18,7 +18,7 @@ Deno.test("a turn's events fold into the state, the model and the context it use
     { type: "token", delta: "Hello" },
     { type: "usage", used: 120 },
     { type: "done", id: 1, stopped: false },
-    { type: "window", sent: 3, total: 5, summarized: 2 },
+    { type: "window", sent: 3, total: 5, summarized: 2, used: 120 },
     { type: "ctx", id: 1, used: 120, max: 4096, sent: 3, total: 5 },
     { type: "state", state: "idle" },
   ]);
@@ -51,11 +51,11 @@ Deno.test("the tool a state names stays only while that state lasts", () => {
   assert.equal("tool" in after, false);
 });
 
-Deno.test("another conversation becoming current forgets what the last request carried, not the context", () => {
+Deno.test("another conversation becoming current forgets what the last request carried and used, not the context size", () => {
   const before = fold([
     { type: "model", id: "m", ctx_max: 2048 },
     { type: "ctx", id: 3, used: 900, max: 2048, sent: 2, total: 2 },
-    { type: "window", sent: 2, total: 2, summarized: 1 },
+    { type: "window", sent: 2, total: 2, summarized: 1, used: 900 },
   ]);
   const after = foldStatus(before, {
     type: "conversation",
@@ -65,14 +65,23 @@ Deno.test("another conversation becoming current forgets what the last request c
   assert.equal(after.ctx_sent, null);
   assert.equal(after.ctx_total, null);
   assert.equal(after.ctx_summarized, null);
-  assert.equal(after.ctx_used, 900);
+  assert.equal(after.ctx_used, null);
   assert.equal(after.ctx_max, 2048);
+});
+
+Deno.test("a turn the server reported no usage for leaves no figure of the turn before", () => {
+  const status = fold([
+    { type: "window", sent: 1, total: 1, summarized: 0, used: 400 },
+    { type: "window", sent: 2, total: 2, summarized: 0, used: null },
+  ]);
+  assert.equal(status.ctx_used, null);
+  assert.equal(status.ctx_sent, 2);
 });
 
 Deno.test("a ctx event of a reply in a conversation no longer current leaves its window out", () => {
   // The window note goes only with the current conversation's replies.
   const status = fold([
-    { type: "window", sent: 4, total: 4, summarized: 0 },
+    { type: "window", sent: 4, total: 4, summarized: 0, used: null },
     { type: "conversation", id: 7, turns: [] },
     { type: "ctx", id: 2, used: 300, max: 4096, sent: 1, total: 1 },
   ]);
@@ -96,7 +105,7 @@ Deno.test("events the status does not follow change nothing, and only notes stay
   assert.equal(isNote({ type: "usage", used: 1 }), true);
   assert.equal(isNote({ type: "model", id: "m", ctx_max: null }), true);
   assert.equal(
-    isNote({ type: "window", sent: 0, total: 0, summarized: 0 }),
+    isNote({ type: "window", sent: 0, total: 0, summarized: 0, used: 0 }),
     true,
   );
 });
