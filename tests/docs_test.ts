@@ -356,6 +356,26 @@ Deno.test("docs/protocol.md's events table has every event the daemon sends, and
   assert.deepEqual(hello.map(firstName).sort(), fields.sort());
 });
 
+Deno.test("docs/protocol.md's References name every event that can carry a ref", async () => {
+  const source = await Deno.readTextFile(join(ROOT, "src/protocol/events.ts"));
+  const from = source.indexOf("export type Event =");
+  const union = source.slice(from, source.indexOf(";\n\n", from));
+  const carrying: string[] = [];
+  for (const member of union.split(/\n {2}\| /)) {
+    const type = /type: "(\w+)"/.exec(member)?.[1];
+    if (type && /\bref\?: Ref\b/.test(member)) carrying.push(type);
+  }
+  // The error event is an interface of its own.
+  if (/interface ErrorEvent \{[^}]*\bref\?: Ref\b/.test(source)) {
+    carrying.push("error");
+  }
+  assert.ok(carrying.length >= 10, `only ${carrying.join(", ")}`);
+  const named = new Set(
+    codeSpans(section(disk.text("docs/protocol.md")!, "References")),
+  );
+  assert.deepEqual(carrying.filter((type) => !named.has(type)), []);
+});
+
 Deno.test("docs/protocol.md's error tables have every code, each in its table: command errors, then turn errors", () => {
   const protocol = disk.text("docs/protocol.md")!;
   const [commands, turns] = tables(section(protocol, "Errors"))

@@ -258,6 +258,8 @@ export class Assistant implements Disposable {
     if (this.#replies.turn?.conversation.id === id) this.#replies.stop();
     const gone = this.#archive.delete(id);
     if (gone) this.#summaries.cancel(gone);
+    // Its facts, still waiting, would be kept from a conversation deleted.
+    this.#proposer.deleted(id);
     if (this.#current.id === id) {
       this.#setCurrent(this.#conversations.create());
     }

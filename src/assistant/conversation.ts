@@ -54,6 +54,8 @@ export interface MemorySource {
   block(count: (text: string) => Promise<number>): Promise<MemoryBlock>;
   count(): number;
   readonly on: boolean;
+  /** Names the saved turn memories kept while it ran came from. */
+  sourced(ids: readonly number[], source: { id: number; turn: number }): void;
 }
 
 /** What the last finished turn's last request leaves the next one and the summary. */
@@ -102,8 +104,17 @@ export class Conversation {
   #summaryFailedAt: number | null = null;
   #last: LastRequest | null = null;
   #deleted = false;
-  /** The memories its requests carry: taken at its first request in this run, then kept, so its prefix never changes. */
-  #memory: MemoryBlock | null = null;
+  /**
+   * The memories its requests carry: taken once, at its first request (a
+   * saved one's were kept with it at its first save), then kept for its
+   * life, so its prefix never changes. The promise itself is kept, so turns
+   * that overlap share one block and a stopped one never replaces it.
+   */
+  #memory: Promise<MemoryBlock> | null = null;
+  /** That block once taken: what its first save keeps. */
+  #memoryTaken: MemoryBlock | null = null;
+  /** Memories the model's `remember` kept during the turn in flight: their source is that turn, named once it is saved. */
+  #remembered: number[] = [];
 
   /** A conversation as the history holds it; `opened` null: a new one, not saved yet. */
   constructor(
@@ -124,6 +135,8 @@ export class Conversation {
     this.#summary = opened?.summary
       ? { ...opened.summary, carrier: null }
       : null;
+    // Saved before blocks were kept: it carries none, as it may have sent.
+    if (opened) this.#keepMemory(opened.memory ?? NO_MEMORIES);
   }
 
   /** Its id in the history file; null until its first turn is saved (always, for a private one). */
@@ -150,8 +163,13 @@ export class Conversation {
   /** How many memories its requests carry (before its first request: how many there are). */
   get memories(): number {
     const memories = this.#deps.memories;
-    if (this.#memory) return this.#memory.count;
+    if (this.#memoryTaken) return this.#memoryTaken.count;
     return memories?.on ? memories.count() : 0;
+  }
+
+  /** A memory the model's `remember` kept during the turn in flight: its source is named once that turn is saved. */
+  remembered(memory: number): void {
+    this.#remembered.push(memory);
   }
 
   /** The model its last request used, in this run; null before one. */
@@ -189,17 +207,9 @@ export class Conversation {
 
   /** The request for a question, planned within the model's context. */
   async plan(question: Question): Promise<ContextPlan> {
-    const { ledger, memories } = this.#deps;
-    this.#memory ??= memories
-      ? await memories.block(async (text) =>
-        (await ledger.count(
-          question.model.id,
-          text,
-          question.tokenize,
-          question.signal,
-        )).tokens
-      )
-      : NO_MEMORIES;
+    // A turn stopped before it was saved leaves its memories without a source.
+    this.#remembered = [];
+    const memory = await this.#takeMemory(question);
     const held = question.replaces ? this.#turns.slice(0, -1) : this.#turns;
     // A summary made before the rule held may cover the turn a retry
     // replaces: such a request goes without it.
@@ -213,8 +223,53 @@ export class Conversation {
       summary,
       previous: this.#last?.start ?? null,
       failedAt: this.#summaryFailedAt,
-      memories: this.#memory.text,
+      memories: memory.text,
     });
+  }
+
+  #takeMemory(question: Question): Promise<MemoryBlock> {
+    if (this.#memory) return this.#memory;
+    const { ledger, memories } = this.#deps;
+    if (!memories) return this.#keepMemory(NO_MEMORIES);
+    const taking = memories.block(async (text) =>
+      (await ledger.count(
+        question.model.id,
+        text,
+        question.tokenize,
+        question.signal,
+      )).tokens
+    ).then((block) => {
+      this.#memoryTaken = block;
+      return block;
+    }, (error) => {
+      // Nothing was sent with it: the next request takes it again.
+      this.#memory = null;
+      throw error;
+    });
+    this.#memory = taking;
+    return taking;
+  }
+
+  #keepMemory(block: MemoryBlock): Promise<MemoryBlock> {
+    this.#memoryTaken = block;
+    this.#memory = Promise.resolve(block);
+    return this.#memory;
+  }
+
+  /** The memories the turn just saved as the conversation's `turn`-th kept while it ran: that turn is their source. */
+  #sourceRemembered(turn: number): void {
+    const ids = this.#remembered;
+    this.#remembered = [];
+    if (ids.length === 0 || this.#id === null || this.private) return;
+    try {
+      this.#deps.memories?.sourced(ids, { id: this.#id, turn });
+    } catch (error) {
+      log.warn("memory source not kept", {
+        conv: this.#id,
+        memories: ids.length,
+        error: describeError(error),
+      });
+    }
   }
 
   /**
@@ -237,7 +292,9 @@ export class Conversation {
         if (turn.replaces && this.#id !== null) {
           title = store.replaceLastTurn(this.#id, stored);
         } else {
-          this.#id = store.saveTurn(this.#id, stored);
+          this.#id = store.saveTurn(this.#id, stored, {
+            memory: this.#memoryTaken ?? NO_MEMORIES,
+          });
         }
       } catch (error) {
         if (error instanceof AssistantError) throw error;
@@ -279,6 +336,7 @@ export class Conversation {
         this.#deps.store.setSummary(this.#id, null);
       }
     }
+    this.#sourceRemembered(this.#turns.length - 1);
     const final = turn.messages.at(-1);
     this.#last = {
       start: plan.start,

@@ -4,8 +4,9 @@
  * every client, and the block a new conversation's system message ends
  * with: the newest memories that fit `memory_tokens`, as the server's
  * tokenizer counts them. A conversation takes the block at its first
- * request and keeps it, so its cached prefix never changes. A memory's text
- * is personal data: the log gets ids and lengths only.
+ * request and keeps it for its life (in the history from its first save),
+ * so its cached prefix never changes. A memory's text is personal data: the
+ * log gets ids and lengths only.
  */
 import { AssistantError } from "../base/errors.ts";
 import type { Config } from "../base/config.ts";
@@ -36,6 +37,13 @@ export interface MemoryBlock {
 
 /** No memory carried. */
 export const NO_MEMORIES: MemoryBlock = Object.freeze({ text: "", count: 0 });
+
+/**
+ * Characters a token of ordinary text stays within: memories past this many
+ * characters per token of `memory_tokens` could not fit, and are not sent
+ * to be counted.
+ */
+const CHARS_PER_TOKEN = 16;
 
 /** What the memory book needs. */
 export interface MemoryBookOptions {
@@ -77,7 +85,7 @@ export class MemoryBook {
     );
   }
 
-  /** Adds a memory (or, with `id`, rewrites it) and tells every client. */
+  /** Adds a memory (or, with `id`, rewrites it) and tells every client; returns its id. */
   remember(
     text: string,
     options: {
@@ -85,16 +93,27 @@ export class MemoryBook {
       source?: StoredMemory["source"];
       ref?: Ref | undefined;
     } = {},
-  ): void {
+  ): number {
     const { memories } = this.#o;
-    if (options.id === undefined) {
-      const id = memories.add(text, options.source ?? null);
+    let id = options.id;
+    if (id === undefined) {
+      id = memories.add(text, options.source ?? null);
       log.info("memory kept", { memory: id, chars: text.length });
     } else {
-      if (!memories.rewrite(options.id, text)) throw noSuchMemory();
-      log.info("memory rewritten", { memory: options.id, chars: text.length });
+      if (!memories.rewrite(id, text)) throw noSuchMemory();
+      log.info("memory rewritten", { memory: id, chars: text.length });
     }
     this.#changed(options.ref);
+    return id;
+  }
+
+  /** Names the turn the memories `ids` came from (kept while it ran, before it was saved) and tells every client. */
+  sourced(ids: readonly number[], source: { id: number; turn: number }): void {
+    let changed = false;
+    for (const id of ids) {
+      changed = this.#o.memories.setSource(id, source) || changed;
+    }
+    if (changed) this.#changed(undefined);
   }
 
   /** Deletes a memory and tells every client. */
@@ -119,26 +138,39 @@ export class MemoryBook {
   }
 
   /**
-   * The block a conversation's requests carry: the newest memories whose
-   * lines fit `memory_tokens` together, counted by `count` (the server's
-   * tokenizer, else an estimate); none when memory is off.
+   * The block a conversation's requests carry: the longest run of the
+   * newest memories that fits `memory_tokens` with its heading, counted by
+   * `count` (the server's tokenizer, else an estimate) as it is sent; none
+   * when memory is off. The whole run is counted first, as it mostly fits;
+   * otherwise a binary search cuts it, a handful of counts for any number
+   * of memories.
    */
   async block(count: (text: string) => Promise<number>): Promise<MemoryBlock> {
     if (!this.on) return NO_MEMORIES;
-    let room = this.#o.config.memory_tokens;
+    const room = this.#o.config.memory_tokens;
     const lines: string[] = [];
+    let chars = MEMORY_INTRO.length;
     for (const memory of this.#o.memories.list()) {
       const line = `- ${memory.text.split(/\s*\n\s*/).join(" ")}`;
-      const tokens = await count(line);
-      if (tokens > room) break;
-      room -= tokens;
+      chars += line.length + 1;
+      if (chars > room * CHARS_PER_TOKEN) break;
       lines.push(line);
     }
-    if (lines.length === 0) return NO_MEMORIES;
-    return {
-      text: `\n\n${MEMORY_INTRO}\n${lines.join("\n")}`,
-      count: lines.length,
-    };
+    const text = (n: number) =>
+      `\n\n${MEMORY_INTRO}\n${lines.slice(0, n).join("\n")}`;
+    // `fits` lines fit, `over` do not (one more than there are: unknown).
+    let fits = 0;
+    let over = lines.length + 1;
+    if (lines.length > 0) {
+      if (await count(text(lines.length)) <= room) fits = lines.length;
+      else over = lines.length;
+    }
+    while (over - fits > 1) {
+      const middle = Math.floor((fits + over) / 2);
+      if (await count(text(middle)) <= room) fits = middle;
+      else over = middle;
+    }
+    return fits === 0 ? NO_MEMORIES : { text: text(fits), count: fits };
   }
 
   #changed(ref: Ref | undefined): void {

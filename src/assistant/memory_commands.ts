@@ -23,13 +23,6 @@ export type MemoryCommand = Extract<
   }
 >;
 
-/** Whether a command is about memories. */
-export function isMemoryCommand(command: Command): command is MemoryCommand {
-  return command.type === "memories" || command.type === "remember" ||
-    command.type === "forget" || command.type === "accept" ||
-    command.type === "refuse" || command.type === "export_memories";
-}
-
 /** Runs a memory command; resolves to the answer for the asker, if any (changes go to every client). */
 export function memoryCommand(
   command: MemoryCommand,
@@ -79,6 +72,8 @@ export function rememberTool(book: MemoryBook): BuiltinTool {
     },
     confirm: true,
     offered: (conversation) => book.on && !conversation.private,
+    // A text that could not be kept is refused before the user is asked.
+    valid: (args) => cleanMemory(args.text) !== null,
     run(args, conversation) {
       const text = cleanMemory(args.text);
       if (text === null) {
@@ -87,10 +82,9 @@ export function rememberTool(book: MemoryBook): BuiltinTool {
           { code: "bad_memory" },
         );
       }
-      const id = conversation.id;
-      book.remember(text, {
-        source: id === null ? null : { id, turn: conversation.turns.length },
-      });
+      // The turn it comes from has its place once it is saved (a new
+      // conversation its id too): the source is named then.
+      conversation.remembered(book.remember(text));
       return "Remembered.";
     },
   };

@@ -8,9 +8,13 @@
  * A fact equal, case and spacing aside, to a memory kept, a fact refused or
  * one waiting is dropped. The rest go to every client as `proposed`; the
  * first `accept` or `refuse` decides (`decided` to every client), and a
- * refused fact is never proposed again. A request that fails is tried once
- * more, then not again until the conversation's next idle spell: never in a
- * loop. Private conversations propose nothing; nothing of a fact is logged.
+ * refused fact, or the wording of one the user kept in other words, is never
+ * proposed again. The turns read count as read in the history once every
+ * fact proposed from them is answered, so a restart meanwhile reads them
+ * again. Deleting a conversation withdraws its proposals. A request that
+ * fails is tried once more, then not again until the conversation's next
+ * idle spell: never in a loop. Private conversations propose nothing;
+ * nothing of a fact is logged.
  */
 import { AssistantError } from "../base/errors.ts";
 import type { Config } from "../base/config.ts";
@@ -31,19 +35,21 @@ import type { MemoryBook } from "./memory.ts";
 import type { ModelSource } from "./turn.ts";
 
 /** Most facts one request may propose. */
-export const MAX_FACTS = 3;
+const MAX_FACTS = 3;
 /** Tries of one idle spell's request. */
 const TRIES = 2;
 /** Tokens a proposal request may write. */
 const MAX_TOKENS = 300;
 /** Characters of the turns' text one request reads, from the newest back. */
 const READ_CHARS = 12_000;
+/** Characters of the memories kept one request lists as known, from the newest back: a long list never makes every request too long. */
+const KNOWN_CHARS = 4_000;
 
 const INSTRUCTION =
   `From the conversation below, pick at most ${MAX_FACTS} lasting facts about the user or their wishes that would help in later conversations (their preferences, their projects and people's names, how they like answers). Leave out anything about this conversation alone, anything already known (listed first), and guesses. Each fact one short sentence in the conversation's language. Answer with JSON: {"facts": [...]}, an empty list when there is nothing worth keeping.`;
 
 /** The shape the model must answer in: llama-server makes it a grammar. */
-export const FACTS_SCHEMA = {
+const FACTS_SCHEMA = {
   type: "object",
   properties: {
     facts: {
@@ -74,13 +80,24 @@ interface Waiting extends ProposalView {
   folded: string;
 }
 
+/** Turns of a conversation read for facts, counted as read in the history once none of the facts proposed from them waits. */
+interface Unanswered {
+  /** How many of its first turns were read. */
+  turns: number;
+  /** The proposals from them still waiting. */
+  waiting: Set<string>;
+}
+
 /** The proposals waiting, and the requests that make them. */
 export class Proposer implements Disposable {
   readonly #o: ProposerOptions;
   readonly #timer: IdleTimer;
   readonly #waiting = new Map<string, Waiting>();
   readonly #timers = new Map<Conversation, unknown>();
-  readonly #tries = new Map<Conversation, number>();
+  /** Failed tries of the idle spell's request, while it is tried again. */
+  readonly #tries = new WeakMap<Conversation, number>();
+  /** By conversation id: turns read whose facts still wait for an answer. */
+  readonly #unanswered = new Map<number, Unanswered>();
   #next = 0;
   #closed = false;
 
@@ -124,7 +141,7 @@ export class Proposer implements Disposable {
     this.#queue(conversation);
   }
 
-  /** The user keeps a proposed fact, worded as proposed or as they say. */
+  /** The user keeps a proposed fact, worded as proposed or as they say (the proposed wording is then never proposed again). */
   accept(
     proposal: string,
     text: string | undefined,
@@ -137,7 +154,13 @@ export class Proposer implements Disposable {
       accepted: true,
       ...refField(ref),
     });
+    // Kept in other words, the wording proposed is not what the user keeps:
+    // proposed again it would be new each time.
+    if (text !== undefined && folded(text) !== waiting.folded) {
+      this.#o.memories.refuse(waiting.text);
+    }
     this.#o.book.remember(text ?? waiting.text, { source: waiting.source });
+    this.#answered(waiting);
   }
 
   /** The user refuses a proposed fact: it is never proposed again. */
@@ -151,6 +174,25 @@ export class Proposer implements Disposable {
       accepted: false,
       ...refField(ref),
     });
+    this.#answered(waiting);
+  }
+
+  /** Conversation `id` was deleted: its proposals are withdrawn (`decided`, not accepted, nothing recorded as refused) and nothing more is asked for it. */
+  deleted(id: number): void {
+    for (const conversation of [...this.#timers.keys()]) {
+      if (conversation.id === id) this.#clear(conversation);
+    }
+    this.#o.runner.cancel((key) => key === `memory ${id}`);
+    this.#unanswered.delete(id);
+    for (const waiting of [...this.#waiting.values()]) {
+      if (waiting.source.id !== id) continue;
+      this.#waiting.delete(waiting.proposal);
+      this.#o.publish({
+        type: "decided",
+        proposal: waiting.proposal,
+        accepted: false,
+      });
+    }
   }
 
   /** Stops every idle timer; no spell starts after. */
@@ -170,6 +212,16 @@ export class Proposer implements Disposable {
     }
     this.#waiting.delete(proposal);
     return waiting;
+  }
+
+  /** A proposal was answered: once none from the turns it was read from waits, they count as read in the history. */
+  #answered(waiting: Waiting): void {
+    const id = waiting.source.id;
+    const unanswered = this.#unanswered.get(id);
+    if (!unanswered?.waiting.delete(waiting.proposal)) return;
+    if (unanswered.waiting.size > 0) return;
+    this.#unanswered.delete(id);
+    this.#o.memories.setRead(id, unanswered.turns);
   }
 
   #wanted(conversation: Conversation): boolean {
@@ -196,7 +248,10 @@ export class Proposer implements Disposable {
     const id = conversation.id;
     if (id === null || !this.#wanted(conversation)) return;
     const { memories } = this.#o;
-    const read = memories.read(id);
+    const read = Math.max(
+      memories.read(id),
+      this.#unanswered.get(id)?.turns ?? 0,
+    );
     const turns = conversation.turns;
     if (read >= turns.length) return;
     let facts: string[];
@@ -205,17 +260,21 @@ export class Proposer implements Disposable {
     } catch (error) {
       if (signal.aborted) return;
       const tries = (this.#tries.get(conversation) ?? 0) + 1;
-      this.#tries.set(conversation, tries);
       log.warn("proposal request failed", {
         conv: id,
         tries,
         error: describeError(error),
       });
-      if (tries < TRIES) this.#queue(conversation);
+      if (tries < TRIES) {
+        this.#tries.set(conversation, tries);
+        this.#queue(conversation);
+      } else {
+        this.#tries.delete(conversation);
+      }
       return;
     }
+    this.#tries.delete(conversation);
     if (signal.aborted || !this.#wanted(conversation)) return;
-    memories.setRead(id, turns.length);
     const refused = memories.refused();
     const seen = new Set([...this.#waiting.values()].map((w) => w.folded));
     const items: Waiting[] = [];
@@ -240,6 +299,16 @@ export class Proposer implements Disposable {
       turns: turns.length - read,
       facts: items.length,
     });
+    // Read in the history once no fact from these turns waits: a restart
+    // before the user answers reads them again, rather than losing them.
+    const unanswered = this.#unanswered.get(id);
+    if (items.length === 0 && !unanswered) {
+      memories.setRead(id, turns.length);
+      return;
+    }
+    const waiting = unanswered?.waiting ?? new Set<string>();
+    for (const item of items) waiting.add(item.proposal);
+    this.#unanswered.set(id, { turns: turns.length, waiting });
     if (items.length === 0) return;
     for (const item of items) this.#waiting.set(item.proposal, item);
     this.#o.publish({
@@ -255,9 +324,7 @@ export class Proposer implements Disposable {
   ): Promise<string[]> {
     const { llm, book, config } = this.#o;
     const model = conversation.model ?? await llm.chooseModel(signal);
-    const known = book.on
-      ? this.#o.memories.list().map((memory) => `- ${memory.text}`).join("\n")
-      : "";
+    const known = book.on ? knownList(this.#o.memories.list()) : "";
     let text = "";
     for (let i = turns.length - 1; i >= 0 && text.length < READ_CHARS; i--) {
       const turn = turns[i]!;
@@ -302,8 +369,21 @@ export class Proposer implements Disposable {
   }
 }
 
+/** The memories kept, newest first, as many as fit `KNOWN_CHARS`, one per line. */
+function knownList(memories: readonly { text: string }[]): string {
+  const lines: string[] = [];
+  let chars = 0;
+  for (const memory of memories) {
+    const line = `- ${memory.text}`;
+    chars += line.length + 1;
+    if (chars > KNOWN_CHARS) break;
+    lines.push(line);
+  }
+  return lines.join("\n");
+}
+
 /** The facts of a proposal answer; AssistantError when it is not `{"facts": [string]}`. */
-export function factsOf(answer: string): string[] {
+function factsOf(answer: string): string[] {
   const bare = answer.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim();
   let parsed: unknown;
   try {

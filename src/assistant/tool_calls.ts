@@ -23,6 +23,8 @@ export interface BuiltinTool {
   confirm: boolean;
   /** Whether the model is offered it in this conversation. */
   offered(conversation: Conversation): boolean;
+  /** Whether a call's arguments (an object) can run; a call that cannot is not asked of the user. Absent: any can. */
+  valid?(args: Record<string, unknown>): boolean;
   /** Runs a call with its arguments (an object); resolves to what the model reads. */
   run(
     args: Record<string, unknown>,
@@ -125,7 +127,7 @@ export class ToolCalls implements TurnTools {
     const args = builtin
       ? parseArgs(call.function.arguments)
       : this.#toolbox.runnableArgs(name, call.function.arguments);
-    if (args === null) return null;
+    if (args === null || builtin?.valid?.(args) === false) return null;
     const started = performance.now();
     const { view, decision } = this.#approvals.ask(name, args, signal);
     const outcome = decision.then((decided) =>

@@ -123,10 +123,13 @@ export function parseSlash(text: string): ChatAction {
     case "/memories":
       return memories(words);
     case "/remember": {
-      const target = numberOf(words[0]);
+      // Only `#N` names a memory to rewrite: a fact may start with a number.
+      const target = words[0]?.startsWith("#")
+        ? numberOf(words[0].slice(1))
+        : null;
       if (target !== null) {
         const said = words.slice(1).join(" ");
-        if (said === "") return usage("/remember N text (N from /memories)");
+        if (said === "") return usage("/remember #N text (N from /memories)");
         return request({ kind: "memory", change: "rewritten", id: target }, {
           type: "remember",
           id: target,

@@ -45,7 +45,7 @@ const COMMANDS: [string, string][] = [
   ],
   [
     "/remember text",
-    "keep a fact about you for the next conversations; /remember N text rewrites memory N",
+    "keep a fact about you for the next conversations; /remember #N text rewrites memory N",
   ],
   ["/forget N", "forget memory N (after a y)"],
   [

@@ -1,8 +1,9 @@
 /**
  * What the assistant remembers of the user, kept in the history file: the
  * memories (newest `updated` first), the facts the user refused (so none is
- * proposed twice), and how many turns of each conversation were read for
- * facts to propose. A memory's text is personal data: nothing here logs it.
+ * proposed twice), how many turns of each conversation were read for facts
+ * to propose, and the block of memories each conversation's requests carry.
+ * A memory's text is personal data: nothing here logs it.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 
@@ -14,6 +15,12 @@ export interface StoredMemory {
   created: number;
   updated: number;
   source: { id: number; turn: number } | null;
+}
+
+/** The memories a conversation's requests carry, as kept with it: the text its system message ends with ("" for none) and how many memories that holds. */
+export interface StoredMemoryBlock {
+  text: string;
+  count: number;
 }
 
 /** A text folded for comparing facts: case and spacing aside. */
@@ -32,6 +39,8 @@ export interface MemoryStatements {
   refused: StatementSync;
   read: StatementSync;
   setRead: StatementSync;
+  setSource: StatementSync;
+  block: StatementSync;
 }
 
 /** Prepares the memories' statements. */
@@ -61,6 +70,13 @@ export function prepareMemoryStatements(db: DatabaseSync): MemoryStatements {
     read: db.prepare("SELECT memory_read AS n FROM conversations WHERE id = ?"),
     setRead: db.prepare(
       "UPDATE conversations SET memory_read = ? WHERE id = ?",
+    ),
+    setSource: db.prepare(
+      "UPDATE memories SET conv = ?, turn = ? WHERE id = ?",
+    ),
+    block: db.prepare(
+      `SELECT memory_block AS text, memory_count AS n FROM conversations
+       WHERE id = ?`,
     ),
   };
 }
@@ -157,5 +173,19 @@ export class Memories {
   /** Records how many of a conversation's first turns were read for facts. */
   setRead(conversation: number, turns: number): void {
     this.#write(() => this.#sql.setRead.run(turns, conversation));
+  }
+
+  /** Names where a memory came from, its `updated` unchanged; false when there is no such memory. */
+  setSource(id: number, source: NonNullable<StoredMemory["source"]>): boolean {
+    return this.#write(() =>
+      Number(this.#sql.setSource.run(source.id, source.turn, id).changes) > 0
+    );
+  }
+
+  /** The block a conversation's requests carry, as kept at its first save; null when none was kept (saved before blocks were, or no such conversation). */
+  block(conversation: number): StoredMemoryBlock | null {
+    const row = this.#sql.block.get(conversation);
+    if (row === undefined || row.text === null) return null;
+    return { text: String(row.text), count: Number(row.n ?? 0) };
   }
 }

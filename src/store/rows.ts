@@ -6,6 +6,7 @@
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { log } from "../base/log.ts";
 import type { FileKind, TurnView } from "../protocol/protocol.ts";
+import type { StoredMemoryBlock } from "./memories.ts";
 
 /** A file sent with a question, as the history keeps it. */
 export interface StoredFile {
@@ -80,6 +81,8 @@ export interface OpenedConversation {
   files: StoredFile[][];
   /** The summary of its first turns; null when it has none. */
   summary: StoredSummary | null;
+  /** The memories its requests carry, kept at its first save; null when none was kept (saved before blocks were). */
+  memory: StoredMemoryBlock | null;
 }
 
 type Row = Record<string, unknown>;

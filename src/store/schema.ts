@@ -119,6 +119,12 @@ const MIGRATIONS: readonly string[] = [
   `CREATE TABLE vectors(turn INTEGER PRIMARY KEY REFERENCES turns ON DELETE CASCADE,
      model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);
    CREATE INDEX vectors_model ON vectors(model);`,
+  // The memories a conversation's requests carry, kept with it from its
+  // first save (text and how many memories it holds), so the system message
+  // stays the one its first request sent after a restart too; NULL for a
+  // conversation saved before, which carries none.
+  `ALTER TABLE conversations ADD COLUMN memory_block TEXT;
+   ALTER TABLE conversations ADD COLUMN memory_count INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** The schema version this code writes. */

@@ -43,7 +43,8 @@ export function prepareStatements(db: DatabaseSync): Statements {
   return {
     begin: db.prepare("BEGIN IMMEDIATE"),
     createConversation: db.prepare(
-      "INSERT INTO conversations(title, created, updated) VALUES (?, ?, ?)",
+      `INSERT INTO conversations(title, created, updated, memory_block,
+         memory_count) VALUES (?, ?, ?, ?, ?)`,
     ),
     touchConversation: db.prepare(
       `UPDATE conversations SET updated = ? WHERE id = ? AND ${live}`,

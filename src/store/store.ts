@@ -45,7 +45,11 @@ import { integrityProblems } from "./schema.ts";
 import { prepareStatements, type Statements } from "./statements.ts";
 import { checkSummary, readSummary, writeSummary } from "./summaries.ts";
 import { titleOf } from "./title.ts";
-import { Memories, prepareMemoryStatements } from "./memories.ts";
+import {
+  Memories,
+  prepareMemoryStatements,
+  type StoredMemoryBlock,
+} from "./memories.ts";
 import { prepareVectorStatements, Vectors } from "./vectors.ts";
 import {
   fileAt,
@@ -69,7 +73,12 @@ export {
 } from "./rows.ts";
 export type { SearchHit } from "./search.ts";
 export { titleOf } from "./title.ts";
-export { folded, Memories, type StoredMemory } from "./memories.ts";
+export {
+  folded,
+  Memories,
+  type StoredMemory,
+  type StoredMemoryBlock,
+} from "./memories.ts";
 
 /** Injected dependencies and tuning of a store. */
 export interface StoreOptions {
@@ -135,8 +144,12 @@ export class Store implements Disposable {
     this.vectors = new Vectors(prepared.vectors, { write });
   }
 
-  /** Saves one turn in one transaction; returns its conversation id (new when `conversation` is null). */
-  saveTurn(conversation: number | null, turn: StoredTurn): number {
+  /** Saves one turn in one transaction; returns its conversation id (new when `conversation` is null, and keeping `options.memory`, the memories its requests carry). */
+  saveTurn(
+    conversation: number | null,
+    turn: StoredTurn,
+    options: { memory?: StoredMemoryBlock } = {},
+  ): number {
     const now = Math.floor(this.#now() / 1000);
     return this.#write(() => {
       let id: number;
@@ -145,6 +158,8 @@ export class Store implements Disposable {
           titleOf(turn.user),
           now,
           now,
+          options.memory?.text ?? null,
+          options.memory?.count ?? 0,
         );
         id = Number(created.lastInsertRowid);
       } else {
@@ -278,7 +293,12 @@ export class Store implements Disposable {
     if (!this.exists(id)) return null;
     const files = readFiles(this.#files.ofConversation.iterate(id));
     const turns = openedTurns(this.#sql.turnsOf.all(id), files);
-    return { id, ...turns, summary: this.summary(id) };
+    return {
+      id,
+      ...turns,
+      summary: this.summary(id),
+      memory: this.memories.block(id),
+    };
   }
 
   /** A stored picture's bytes (`turn` its row, `index` its place); null when there is none. */

@@ -45,7 +45,7 @@ Deno.test("/memories lists each memory by number, with its date and the conversa
   assert.match(screen(), /no memories yet: \/remember text keeps one\n$/);
 });
 
-Deno.test("/remember keeps a fact or rewrites memory N; a short line says so, and another client's change shows nothing", () => {
+Deno.test("/remember keeps a fact or rewrites memory #N; a short line says so, and another client's change shows nothing", () => {
   const { chat, sent, screen } = session();
   chat.submit("/remember Prefers   metric units");
   assert.deepEqual(sent.at(-1), {
@@ -57,7 +57,7 @@ Deno.test("/remember keeps a fact or rewrites memory N; a short line says so, an
   chat.onEvent({ type: "memories", items: [METRIC, TEA], ref: "ref-1" });
   assert.match(screen(), /memory #5 kept\n$/);
   assert.equal(chat.ready, true);
-  chat.submit("/remember 3 Likes black tea");
+  chat.submit("/remember #3 Likes black tea");
   assert.deepEqual(sent.at(-1), {
     type: "remember",
     id: 3,
@@ -78,14 +78,35 @@ Deno.test("/remember keeps a fact or rewrites memory N; a short line says so, an
   assert.equal(chat.ready, true);
 });
 
+Deno.test("a fact that starts with a number is kept as it is: only #N rewrites a memory", () => {
+  for (const fact of ["3 kids", "4", "2 cats and #3 dogs"]) {
+    assert.deepEqual(parseSlash(`/remember ${fact}`), {
+      kind: "request",
+      wait: { kind: "memory", change: "kept" },
+      command: { type: "remember", text: fact },
+    });
+  }
+  assert.deepEqual(parseSlash("/remember #3 kids"), {
+    kind: "request",
+    wait: { kind: "memory", change: "rewritten", id: 3 },
+    command: { type: "remember", id: 3, text: "kids" },
+  });
+  // Not a number after the #: a fact like any other.
+  assert.deepEqual(parseSlash("/remember #rust is my language"), {
+    kind: "request",
+    wait: { kind: "memory", change: "kept" },
+    command: { type: "remember", text: "#rust is my language" },
+  });
+});
+
 Deno.test("/remember and /forget typed wrong say how they go, and send nothing", () => {
   assert.deepEqual(parseSlash("/remember"), {
     kind: "usage",
     text: "usage: /remember text",
   });
-  assert.deepEqual(parseSlash("/remember 4"), {
+  assert.deepEqual(parseSlash("/remember #4"), {
     kind: "usage",
-    text: "usage: /remember N text (N from /memories)",
+    text: "usage: /remember #N text (N from /memories)",
   });
   assert.deepEqual(parseSlash("/forget tea"), {
     kind: "usage",

@@ -123,8 +123,10 @@ export function rawIntegrity(db: DatabaseSync): string[] {
   return integrityProblems(db, { fullText: true });
 }
 
-/** What schema versions 8 to 10 added (files, memories, vectors): a test that makes an older file drops it first. */
-export const SINCE_7 = `DROP TABLE vectors;
+/** What schema versions 8 to 11 added (files, memories, vectors, memory blocks): a test that makes an older file drops it first. */
+export const SINCE_7 = `ALTER TABLE conversations DROP COLUMN memory_block;
+  ALTER TABLE conversations DROP COLUMN memory_count;
+  DROP TABLE vectors;
   DROP TABLE memories;
   DROP TABLE refused;
   ALTER TABLE conversations DROP COLUMN memory_read;

@@ -28,8 +28,9 @@ export interface BrainOptions {
 
 /** An assistant with its history file and every event it sent. */
 export class Brain implements AsyncDisposable {
-  readonly assistant: Assistant;
-  readonly store: Store;
+  /** The assistant of this run (`restart` makes another). */
+  assistant: Assistant;
+  store: Store;
   readonly llm: ScriptedModel;
   /** Every event sent to every client, in order. */
   readonly events: Event[] = [];
@@ -37,12 +38,14 @@ export class Brain implements AsyncDisposable {
   log = "";
   #logged = Promise.withResolvers<void>();
   readonly #dir: string;
+  readonly #options: BrainOptions;
   readonly #previousSink: LogSink;
   #read = 0;
   #changed = Promise.withResolvers<void>();
 
   private constructor(dir: string, options: BrainOptions) {
     this.#dir = dir;
+    this.#options = options;
     this.llm = options.llm;
     this.#previousSink = setLogSink({
       write: (line) => {
@@ -52,18 +55,31 @@ export class Brain implements AsyncDisposable {
       },
     });
     this.store = new Store(`${dir}/history.db`);
-    this.assistant = new Assistant({
+    this.assistant = this.#assistant();
+  }
+
+  #assistant(): Assistant {
+    return new Assistant({
       store: this.store,
-      llm: options.llm,
-      config: { ...TURN_CONFIG, ...options.config },
+      llm: this.#options.llm,
+      config: { ...TURN_CONFIG, ...this.#options.config },
       tools: [],
       emit: (event) => {
         this.events.push(event);
         this.#changed.resolve();
         this.#changed = Promise.withResolvers<void>();
       },
-      ...options.assistant,
+      ...this.#options.assistant,
     });
+  }
+
+  /** Stops the assistant and starts another over the same history file, as a restart of the daemon does; the inbox goes on. */
+  async restart(): Promise<void> {
+    this.assistant.shutdown();
+    await this.assistant.settled();
+    this.store.close();
+    this.store = new Store(`${this.#dir}/history.db`);
+    this.assistant = this.#assistant();
   }
 
   /** A brain over a new, empty history. */
