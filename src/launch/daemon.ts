@@ -192,6 +192,9 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     retryMs: (config.backend_poll || 30) * 1000,
     // The worker catches up with a backlog's vectors while nobody searches.
     done: () => worker?.refreshVectors(),
+    // A saved turn's id may be one the worker knows from a turn deleted or
+    // replaced: it reads the turn again.
+    wrote: (turns) => worker?.refreshTurns(turns),
   });
   const meaningStop = new AbortController();
   const llm = new LlmClient({
@@ -228,6 +231,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
       nearest: (query, model, limit, exclude) =>
         searchWorker().nearest(query, model, limit, exclude),
       signal: meaningStop.signal,
+      // Known down: a search by both ways answers by words at once.
+      down: () => indexer?.up === false,
     }),
     version: VERSION,
     emit: (event) => server?.broadcast(event),
