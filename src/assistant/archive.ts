@@ -33,7 +33,7 @@ export interface ArchiveOptions {
   conversations: Conversations;
   searcher: Searcher | undefined;
   /** Search by meaning; null when `embed_url` is empty. */
-  meaning: Pick<Meaning, "search"> | null;
+  meaning: Pick<Meaning, "search" | "available"> | null;
   /** A title the model is still writing gives way to a rename or a delete. */
   titles: Pick<Titler, "cancel">;
   emit: (event: Event) => void;
@@ -60,8 +60,9 @@ export class Archive {
 
   /**
    * The search's hits, as `results`: by words, by meaning, or both fused
-   * (the default with embeddings on); a failing embedding server leaves
-   * `both` to words alone. `exclude` leaves one conversation out.
+   * (the default with embeddings on); an embedding server that fails, or is
+   * known to be down, leaves `both` to words alone. At most `limit`;
+   * `exclude` leaves one conversation out.
    */
   async search(
     q: string,
@@ -78,9 +79,10 @@ export class Archive {
       );
     }
     const searcher = this.#o.searcher ?? this.#o.store;
+    // One more asked when one may be left out.
     const byWords = async () =>
       (await searcher.search(q, limit + (exclude === null ? 0 : 1)))
-        .filter((hit) => hit.id !== exclude);
+        .filter((hit) => hit.id !== exclude).slice(0, limit);
     // Without search by meaning, results are as they always were.
     if (!meaning) return { type: "results", items: await byWords() };
     if (mode === "words") {
@@ -89,6 +91,9 @@ export class Archive {
     if (mode === "meaning") {
       const found = await meaning.search(q, limit, exclude);
       return { type: "results", items: fuse([], found, limit) };
+    }
+    if (!meaning.available) {
+      return { type: "results", items: fuse(await byWords(), [], limit) };
     }
     const [words, found] = await Promise.all([
       byWords(),

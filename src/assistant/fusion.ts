@@ -2,8 +2,8 @@
  * Search by words and by meaning as one list: reciprocal rank fusion (each
  * conversation scores the sum of 1 / (60 + its rank) over the lists it is
  * in), each item tagged with how it was found. An item found by its words
- * keeps its snippet and marks; one found by meaning alone shows the text of
- * its best turn, unmarked.
+ * keeps its snippet and marks; one found by meaning alone shows a snippet
+ * of its best turn (`snippetOf`), unmarked.
  */
 import type { SearchHit } from "../protocol/protocol.ts";
 import type { NearHit } from "../store/search_worker.ts";

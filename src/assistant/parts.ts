@@ -60,7 +60,7 @@ export interface AssistantOptions {
   /** The timer of a conversation's idle spell before facts are proposed; default the real one. */
   idleTimer?: IdleTimer;
   /** Search by meaning; absent or null when `embed_url` is empty. */
-  meaning?: Pick<Meaning, "search"> | null;
+  meaning?: Pick<Meaning, "search" | "available"> | null;
   /** The background job that makes the turns' vectors; absent without embeddings. */
   indexer?: Indexer | null;
 }

@@ -232,7 +232,9 @@ export class Replies {
           if (o.config.compact) o.summaries.consider(conversation);
         }
         o.side.resume();
-        o.indexer?.kick();
+        // The saved turn by its row: its id may be one a deleted turn had,
+        // or the row a retry rewrote, so only its name makes it indexed.
+        o.indexer?.kick(kept.held.row ?? undefined);
       }),
     );
   }

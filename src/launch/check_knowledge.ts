@@ -10,7 +10,11 @@ import { Embedder } from "../llm/embeddings.ts";
 import { type CheckLine, messageOf } from "./check_line.ts";
 
 /** Reads counts from the history file, read-only; null when it has none yet (or not these tables). */
-function counted(path: string, sql: string, ...args: string[]): number | null {
+function counted(
+  path: string,
+  sql: string,
+  ...args: (string | number)[]
+): number | null {
   let db: DatabaseSync;
   try {
     db = new DatabaseSync(path, { readOnly: true });
@@ -63,8 +67,9 @@ export async function* knowledgeLines(
       ["ping"],
       AbortSignal.timeout(20_000),
     );
-    model = embedded.model;
-    dim = embedded.vectors[0]!.length;
+    if (embedded.dim === null) throw new Error("no vector for a word");
+    model = embedded.name;
+    dim = embedded.dim;
   } catch (error) {
     yield {
       status: "fail",
@@ -80,10 +85,15 @@ export async function* knowledgeLines(
     subject: "embeddings",
     message: `${config.embed_url} answers: model ${model}, ${dim} dimensions`,
   };
+  // As the indexer counts: vectors of this model and dimension, of turns
+  // whose conversation is not being deleted.
   const done = counted(
     paths.dbPath,
-    "SELECT count(*) AS n FROM vectors WHERE model = ?",
+    `SELECT count(*) AS n FROM vectors v JOIN turns t ON t.id = v.turn
+     WHERE v.model = ? AND v.dim = ?
+       AND t.conv NOT IN (SELECT id FROM deleted_conversations)`,
     model,
+    dim,
   );
   const total = counted(
     paths.dbPath,

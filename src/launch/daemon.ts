@@ -8,7 +8,7 @@ import { LlmClient } from "../llm/client.ts";
 import { describeError, log } from "../base/log.ts";
 import { holds, missingGrants } from "../base/permissions.ts";
 import { SearchWorker } from "../store/search_worker.ts";
-import { encodeVector } from "../store/vector_index.ts";
+import { encodeVector } from "../store/vector_codec.ts";
 import { Embedder } from "../llm/embeddings.ts";
 import { Indexer } from "../assistant/indexer.ts";
 import { Meaning } from "../assistant/meaning.ts";
@@ -81,6 +81,20 @@ const SETTLE_MS = 5000;
 /** How long the socket waits for the first probe, so a client's `hello` rarely says `unknown`. */
 const FIRST_PROBE_MS = 1000;
 
+/** How long shutdown waits for the search worker to close its connection before it ends the worker. */
+const WORKER_CLOSE_MS = 2000;
+
+/** Closes the search worker within a bound: one busy past it is ended. */
+async function closeWorker(worker: SearchWorker | null): Promise<void> {
+  if (worker === null) return;
+  if (!await within(worker.close(), WORKER_CLOSE_MS)) {
+    log.warn("search worker still busy at exit: ended", {
+      ms: WORKER_CLOSE_MS,
+    });
+    worker.terminate();
+  }
+}
+
 /** Runs the daemon until a signal; resolves to the exit code. */
 export async function serve(options: DaemonOptions = {}): Promise<number> {
   // Both first, so a signal or a fault during start-up is handled as later.
@@ -151,7 +165,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   // starts it itself.
   let worker: SearchWorker | null = null;
   await using _worker = {
-    [Symbol.asyncDispose]: async () => await worker?.close(),
+    [Symbol.asyncDispose]: () => closeWorker(worker),
   };
   const meaningOn = config.embed_url !== "";
   const searchWorker = () =>
@@ -178,6 +192,9 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     retryMs: (config.backend_poll || 30) * 1000,
     // The worker catches up with a backlog's vectors while nobody searches.
     done: () => worker?.refreshVectors(),
+    // A saved turn's id may be one the worker knows from a turn deleted or
+    // replaced: it reads the turn again.
+    wrote: (turns) => worker?.refreshTurns(turns),
   });
   const meaningStop = new AbortController();
   const llm = new LlmClient({
@@ -214,6 +231,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
       nearest: (query, model, limit, exclude) =>
         searchWorker().nearest(query, model, limit, exclude),
       signal: meaningStop.signal,
+      // Known down: a search by both ways answers by words at once.
+      down: () => indexer?.up === false,
     }),
     version: VERSION,
     emit: (event) => server?.broadcast(event),
@@ -251,7 +270,8 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
   if (!await within(assistant.settled(), SETTLE_MS)) {
     log.warn("reply still winding down at exit", { ms: SETTLE_MS });
   }
-  await worker?.close();
+  await closeWorker(worker);
+  worker = null;
   store.close();
   log.info("exit", { code: 0, reason });
   return 0;

@@ -3,6 +3,11 @@
  * query never blocks the main thread (the socket, the token stream). WAL
  * lets it read beside the store's writer.
  *
+ * With search by meaning on, the worker reads every vector's sign bits at
+ * its start, a slice at a time (a million vectors take seconds): a search
+ * by words is answered between slices, a search by meaning once the reading
+ * is through.
+ *
  * The worker is started from a blob built from the source text of
  * `prepareSearch`, `prepareSource` and `workerMain`: loading a module file would need read
  * permission on the daemon's own sources, while this way the worker needs
@@ -27,7 +32,13 @@ export interface NearHit {
 }
 
 type Request =
-  | { type: "open"; path: string; options: SearchOptions; vectors: boolean }
+  | {
+    type: "open";
+    path: string;
+    options: SearchOptions;
+    vectors: boolean;
+    sliceMs: number;
+  }
   | { type: "search"; id: number; q: string; limit: number }
   | {
     type: "near";
@@ -38,6 +49,7 @@ type Request =
     exclude: number | null;
   }
   | { type: "refresh" }
+  | { type: "turns"; turns: number[] }
   | { type: "close" };
 
 type Reply =
@@ -62,6 +74,9 @@ function workerMain(
   let search: ReturnType<typeof prepareSearch> | null = null;
   let near: ReturnType<typeof prepareVectors> | null = null;
   let failure: unknown = null;
+  // Requests about the vectors wait while they are being read.
+  let loading = false;
+  const waiting: Request[] = [];
   /** The best conversations by meaning, each with its best turn's text. */
   const nearest = (
     query: Float32Array,
@@ -100,20 +115,45 @@ function workerMain(
     }
     return found;
   };
-  scope.onmessage = ({ data }) => {
+  // The next slice is a message to itself: it queues behind the messages
+  // that came meanwhile, and unlike a chain of timers it is never delayed.
+  const slices = new MessageChannel();
+  /** Reads the vectors a slice at a time, letting messages in between; then answers those that waited. */
+  const load = (sliceMs: number) => {
+    if (!loading) return;
+    try {
+      if (near?.load(sliceMs)) {
+        slices.port2.postMessage(sliceMs);
+        return;
+      }
+    } catch (error) {
+      failure = error;
+      near = null;
+    }
+    loading = false;
+    slices.port1.close();
+    for (const request of waiting.splice(0)) handle(request);
+  };
+  slices.port1.onmessage = ({ data }) => load(data);
+  const handle = (data: Request) => {
     if (data.type === "open") {
       try {
         db = new Database(data.path, { readOnly: true });
         db.exec("PRAGMA busy_timeout = 5000");
         search = prepare(db, data.options);
         // Read once, at the start: every vector's sign bits (docs/search.md).
-        if (data.vectors) near = prepareNear(db);
+        if (data.vectors) {
+          near = prepareNear(db, { lazy: true });
+          loading = true;
+          slices.port2.postMessage(data.sliceMs);
+        }
       } catch (error) {
         failure = error;
       }
-    } else if (data.type === "refresh") {
+    } else if (data.type === "refresh" || data.type === "turns") {
       try {
-        near?.refresh();
+        if (data.type === "refresh") near?.refresh();
+        else near?.update(data.turns);
       } catch {
         // The next search catches up on its own.
       }
@@ -137,11 +177,21 @@ function workerMain(
         });
       }
     } else {
+      loading = false;
+      slices.port1.close();
+      waiting.length = 0;
+      near = null;
       db?.close();
       db = null;
       search = null;
       scope.postMessage({ type: "closed" });
     }
+  };
+  scope.onmessage = ({ data }) => {
+    const vectors = data.type === "near" || data.type === "refresh" ||
+      data.type === "turns";
+    if (loading && vectors) waiting.push(data);
+    else handle(data);
   };
 }
 
@@ -173,6 +223,8 @@ export interface SearchWorkerOptions extends SearchOptions {
   spawn?: (url: string) => Worker;
   /** Search by meaning too: the worker reads the turns' vectors at its start. */
   vectors?: boolean;
+  /** Milliseconds of one slice of that reading, between which searches by words are answered; default 20. */
+  sliceMs?: number;
 }
 
 function spawnWorker(url: string): Worker {
@@ -194,6 +246,7 @@ export class SearchWorker implements AsyncDisposable {
   #next = 1;
   #pending = new Map<number, PromiseWithResolvers<SearchHit[] | NearHit[]>>();
   #vectors: boolean;
+  #sliceMs: number;
   #closing: PromiseWithResolvers<void> | null = null;
   #closed = false;
 
@@ -205,6 +258,7 @@ export class SearchWorker implements AsyncDisposable {
     this.#dbPath = dbPath;
     this.#spawn = options.spawn ?? spawnWorker;
     this.#vectors = options.vectors ?? false;
+    this.#sliceMs = options.sliceMs ?? 20;
     // Only the tuning numbers cross: the worker has its own clock.
     if (options.rankCap !== undefined) this.#tuning.rankCap = options.rankCap;
     if (options.budgetMs !== undefined) {
@@ -243,6 +297,12 @@ export class SearchWorker implements AsyncDisposable {
     this.#worker.postMessage({ type: "refresh" } satisfies Request);
   }
 
+  /** These turns' vectors were written anew (saved turns, whose ids the worker may know from a turn deleted or replaced): it reads them again. */
+  refreshTurns(turns: number[]): void {
+    if (this.#closed || this.#worker === null) return;
+    this.#worker.postMessage({ type: "turns", turns } satisfies Request);
+  }
+
   #ask(request: (id: number) => Request): Promise<SearchHit[] | NearHit[]> {
     if (this.#closed) {
       return Promise.reject(
@@ -275,6 +335,17 @@ export class SearchWorker implements AsyncDisposable {
     );
   }
 
+  /** Ends the worker at once (a close that takes too long): its searches fail. */
+  terminate(): void {
+    this.#closed = true;
+    this.#worker?.terminate();
+    this.#worker = null;
+    URL.revokeObjectURL(this.#url);
+    this.#failPending(
+      new AssistantError("Search worker is closed; open a new one."),
+    );
+  }
+
   /** Closes the worker. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
@@ -294,6 +365,7 @@ export class SearchWorker implements AsyncDisposable {
         path: this.#dbPath,
         options: this.#tuning,
         vectors: this.#vectors,
+        sliceMs: this.#sliceMs,
       } satisfies Request,
     );
     this.#worker = worker;

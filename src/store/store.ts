@@ -204,10 +204,11 @@ export class Store implements Disposable {
   }
 
   /**
-   * Replaces a conversation's last turn in one transaction (`retry`, `edit`).
-   * When that turn is the first and the title is still the one its question
-   * gave, the title follows the new question; the new title is returned then,
-   * else null. AssistantError when there is no such conversation or no turn.
+   * Replaces a conversation's last turn in one transaction (`retry`, `edit`),
+   * its vector for search by meaning dropped with it. When that turn is the
+   * first and the title is still the one its question gave, the title
+   * follows the new question; the new title is returned then, else null.
+   * AssistantError when there is no such conversation or no turn.
    */
   replaceLastTurn(conversation: number, turn: StoredTurn): string | null {
     const now = Math.floor(this.#now() / 1000);
@@ -234,6 +235,9 @@ export class Store implements Disposable {
         Number(last.id),
       );
       writeFiles(this.#files, Number(last.id), turn.files ?? []);
+      // The vector was made of the text replaced: it goes with it, and the
+      // indexer makes the new one.
+      this.vectors.dropIn(Number(last.id));
       const old = String(this.#sql.record.get(conversation)?.title ?? "");
       if (Number(last.seq) !== 1 || old !== titleOf(String(last.user ?? ""))) {
         return null;

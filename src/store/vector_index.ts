@@ -5,8 +5,6 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 
-export { decodeVector, encodeVector } from "./vector_codec.ts";
-
 /** One answer: a turn, its conversation, and the cosine similarity to the query. */
 export type VectorHit = { turn: number; conv: number; score: number };
 
@@ -18,11 +16,13 @@ export interface VectorOptions {
   rescore?: number;
   /** Least milliseconds between sweeps; default 20 × the last one's duration; Infinity: at refresh() only. */
   sweepMs?: number;
+  /** True: nothing is read at the start; `load` reads the table a slice at a time (a search meanwhile reads the rest first). */
+  lazy?: boolean;
 }
 
 /** The index over one connection; each call first catches up with the table. */
 export interface VectorSearch {
-  /** The best turns by cosine, best first, among vectors of `model`; `exclude` leaves out one conversation. */
+  /** The best turns by cosine, best first, among vectors of `model` of the query's dimension (none when there are none: vectors of another are made again); `exclude` leaves out one conversation. */
   search(
     query: Float32Array,
     model: string,
@@ -33,11 +33,15 @@ export interface VectorSearch {
   count(model: string): number;
   /** Catches up with every change now, sweep included. */
   refresh(): void;
+  /** Reads these turns' rows again now: written anew under an id the index may hold (an id used again, a turn replaced), each takes its new vector and conversation, or goes. */
+  update(turns: readonly number[]): void;
+  /** With `lazy`, reads more of the table for about `ms`; false once all of it is read. */
+  load(ms: number): boolean;
   /** Bytes of the arrays the index holds. */
   bytes(): number;
 }
 
-/** Prepares the index on one connection, reading every vector once; the search worker runs it from its source text, so its body uses only its parameters and globals. */
+/** Prepares the index on one connection, reading every vector once (at once, or with `lazy` by `load`); the search worker runs it from its source text, so its body uses only its parameters and globals. */
 export function prepareVectors(
   db: DatabaseSync,
   options: VectorOptions = {},
@@ -73,6 +77,8 @@ export function prepareVectors(
   let blockedCount = 0, watermark = 0, version = -1, sweepCost = 0;
   // A sweep is due (after a change), slots must go (`compact`).
   let sweepPending = false, stale = false, swept = Infinity;
+  // The first reading is under way (`lazy`): its first data_version.
+  let loading = options.lazy === true, loadedFrom = -1;
 
   const versionOf = db.prepare("PRAGMA data_version");
   const deletedIds = db.prepare(
@@ -160,8 +166,12 @@ export function prepareVectors(
     }
   };
 
-  /** Reads a statement's chunks; `above` again from each chunk's top turn until none is left. */
-  const read = (statement: typeof above, parameter: number | string) => {
+  /** Reads a statement's chunks; `above` again from each chunk's top turn until none is left (true) or `until` passed (false). */
+  const read = (
+    statement: typeof above,
+    parameter: number | string,
+    until = Infinity,
+  ): boolean => {
     for (let rows = statement.all(parameter); rows.length > 0;) {
       let top = 0;
       for (const row of rows) {
@@ -171,9 +181,18 @@ export function prepareVectors(
         ingest(g, numbers(row.turns), numbers(row.convs), String(row.data));
       }
       watermark = Math.max(watermark, top);
-      if (statement !== above) return;
+      if (statement !== above) return true;
+      if (performance.now() >= until) return false;
       rows = statement.all(top);
     }
+    return true;
+  };
+
+  const readBlocked = () => {
+    const ids = numbers(deletedIds.get()?.ids);
+    blocked = new Uint8Array(ids.reduce((a, b) => Math.max(a, b), 0) + 1);
+    for (const id of ids) blocked[id] = 1;
+    blockedCount = ids.length;
   };
 
   /** Drops the slots whose turn is no longer filed in their group (or, in a sweep, was not seen), packing the rest to the front. */
@@ -217,7 +236,31 @@ export function prepareVectors(
     sweepCost = swept - started;
   };
 
+  /** One slice of the first reading (`lazy`), each in a snapshot of its own so the writer's checkpoints go on; false once it is through. */
+  const load = (ms: number): boolean => {
+    if (!loading) return false;
+    const until = performance.now() + ms;
+    db.exec("SAVEPOINT desktop_assistant_vectors");
+    try {
+      const now = Number(versionOf.get()?.data_version);
+      if (loadedFrom === -1) loadedFrom = now;
+      if (read(above, watermark, until)) {
+        loading = false;
+        version = now;
+        readBlocked();
+        // A row changed below the watermark meanwhile is the sweep's.
+        sweepPending = now !== loadedFrom;
+        swept = performance.now();
+      }
+    } finally {
+      db.exec("RELEASE desktop_assistant_vectors");
+    }
+    if (stale) compact();
+    return loading;
+  };
+
   const look = (force: boolean) => {
+    while (load(Infinity));
     if (stale) compact();
     // One snapshot for the version and every read that follows it.
     db.exec("SAVEPOINT desktop_assistant_vectors");
@@ -225,10 +268,7 @@ export function prepareVectors(
       const now = Number(versionOf.get()?.data_version);
       if (now !== version) {
         version = now;
-        const ids = numbers(deletedIds.get()?.ids);
-        blocked = new Uint8Array(ids.reduce((a, b) => Math.max(a, b), 0) + 1);
-        for (const id of ids) blocked[id] = 1;
-        blockedCount = ids.length;
+        readBlocked();
         read(above, watermark);
         sweepPending = true;
       }
@@ -242,21 +282,17 @@ export function prepareVectors(
 
   const search: VectorSearch["search"] = (query, model, limit, exclude) => {
     look(false);
-    const mine = (byModel.get(model) ?? []).filter((m) => sizeOf(m) > 0);
-    const g = mine.find((m) => m.dim === query.length);
-    if (g === undefined && mine.length > 0) {
-      throw new TypeError(
-        `The query vector has ${query.length} dimensions but the vectors of model ${
-          JSON.stringify(model)
-        } have ${mine.map((m) => m.dim).join(" or ")}.`,
-      );
-    }
+    // Vectors of another dimension are the old ones of a model whose name
+    // stayed: the indexer makes them again, and none is an answer.
+    const g = find(model, query.length);
     const norm = Math.hypot(...query);
     if (!Number.isFinite(norm)) {
       throw new TypeError("The query vector has a component NaN or infinite.");
     }
     const wanted = Math.floor(limit);
-    if (g === undefined || norm === 0 || !(wanted >= 1)) return [];
+    if (g === undefined || sizeOf(g) === 0 || norm === 0 || !(wanted >= 1)) {
+      return [];
+    }
     // Recall at a million vectors is bound by how many are rescored.
     const least = options.rescore ?? Math.max(rescore, sizeOf(g) >> 10);
     const keep = Math.min(sizeOf(g), Math.max(least, 4 * wanted));
@@ -385,6 +421,61 @@ export function prepareVectors(
     return total;
   };
 
+  const update: VectorSearch["update"] = (turns) => {
+    // Above the watermark: the next look reads them anyway.
+    const held = turns.filter((t) => t <= watermark);
+    if (held.length === 0) return;
+    while (load(Infinity));
+    db.exec("SAVEPOINT desktop_assistant_vectors");
+    try {
+      const rows = new Map<number, Record<string, unknown>>();
+      for (const row of exact.all(JSON.stringify(held))) {
+        rows.set(Number(row.turn), row);
+      }
+      const again: number[] = [];
+      for (const t of held) {
+        const row = rows.get(t);
+        const data = row?.data;
+        const g = row !== undefined && data instanceof Uint8Array &&
+            row.conv !== null && Number(row.dim) > 0 &&
+            data.length === Number(row.dim) + 4
+          ? find(String(row.model), Number(row.dim))
+          : undefined;
+        const was = filed(t);
+        if (g !== undefined && was === g.id) {
+          // Its slot, found by a scan that only compares: taken over.
+          const stride = g.words + 2;
+          for (const { size, slots } of blocksOf.get(g)!) {
+            let o = 0;
+            while (o < size * stride && slots[o] !== t) o += stride;
+            if (o === size * stride) continue;
+            slots[o + 1] = Number(row!.conv);
+            for (let w = 0; w < g.words; w++) {
+              let bits = 0;
+              for (let k = 0; k < 32 && w * 32 + k < g.dim; k++) {
+                if ((data as Uint8Array)[4 + w * 32 + k]! < 128) bits |= 1 << k;
+              }
+              slots[o + 2 + w] = bits;
+            }
+            break;
+          }
+          continue;
+        }
+        if (was !== 0) {
+          file(t, 0);
+          stale = true;
+        }
+        if (row !== undefined) again.push(t);
+      }
+      if (stale) compact();
+      for (let i = 0; i < again.length; i += CHUNK) {
+        read(listed, JSON.stringify(again.slice(i, i + CHUNK)));
+      }
+    } finally {
+      db.exec("RELEASE desktop_assistant_vectors");
+    }
+  };
+
   const bytes = () =>
     [...blocksOf.values()].flat().reduce(
       (sum, b) => sum + b.slots.byteLength + b.dist.byteLength,
@@ -392,8 +483,10 @@ export function prepareVectors(
     );
 
   // The first look reads every row; no sweep is due until something changes.
-  look(false);
-  sweepPending = false;
-  swept = performance.now();
-  return { search, count, refresh: () => look(true), bytes };
+  if (!loading) {
+    look(false);
+    sweepPending = false;
+    swept = performance.now();
+  }
+  return { search, count, refresh: () => look(true), update, load, bytes };
 }

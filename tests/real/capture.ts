@@ -180,4 +180,12 @@ await serve("embed", ["--embeddings", "--pooling", "mean"], async (server) => {
     model: "embedder",
   });
   await capture(server, "get_props_embeddings", "/props");
+  // One input longer than the physical batch (512 tokens): a mean-pooled
+  // input cannot be split, so the whole request fails.
+  await capture(server, "err_embeddings_too_large", "/v1/embeddings", {
+    input: ["short", "a ".repeat(600)],
+  });
+  await capture(server, "err_embeddings_empty", "/v1/embeddings", {
+    input: ["short", ""],
+  });
 });

@@ -4,6 +4,7 @@
  * it prints one line and runs nothing; in CI a missing build fails.
  */
 import { buildDir, findBuild, inCi, SKIP_LINE } from "./build.ts";
+import { MEANING_SCENARIOS } from "./meaning.ts";
 import { COST_SCENARIOS } from "./prompt_cost.ts";
 import { REPLY_SCENARIOS } from "./replies.ts";
 import { ROUTER_SCENARIOS } from "./router.ts";
@@ -18,6 +19,7 @@ if (build !== null) {
       ...COST_SCENARIOS,
       ...ROUTER_SCENARIOS,
       ...WIRE_SCENARIOS,
+      ...MEANING_SCENARIOS,
     ]
   ) {
     scenarioTest(build, scenario);

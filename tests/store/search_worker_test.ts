@@ -10,6 +10,7 @@ import { type LogSink, setLogSink } from "../../src/base/log.ts";
 import { Server } from "../../src/server/server.ts";
 import { SocketClient } from "../support/socket_client.ts";
 import { TURN_CONFIG } from "../support/turn_config.ts";
+import { encodeVector } from "../../src/store/vector_codec.ts";
 
 function turn(user: string, reply: string): StoredTurn {
   return {
@@ -190,6 +191,88 @@ Deno.test("search worker: a failed search rejects with the error, and close ends
   raw.close();
   await using broken = new SearchWorker(other);
   await assert.rejects(broken.search("anything", 5), /no such table/);
+});
+
+/** A history of `count` turns, ten a conversation, each with a vector of 8 dimensions of model "m": turn t's is t's bits. */
+function vectorHistory(path: string, count: number): Store {
+  const store = new Store(path);
+  let id: number | null = null;
+  for (let i = 0; i < count; i++) {
+    id = store.saveTurn(
+      i % 10 === 0 ? null : id,
+      turn(`Question ${i}`, "Answer"),
+    );
+  }
+  store.vectors.putAll(
+    "m",
+    Array.from({ length: count }, (_, i) => ({
+      turn: i + 1,
+      dim: 8,
+      data: encodeVector(vectorOf(i + 1)),
+    })),
+  );
+  return store;
+}
+
+function vectorOf(turn: number): Float32Array {
+  return Float32Array.from({ length: 8 }, (_, d) => (turn >> d & 1) - 0.5);
+}
+
+Deno.test("search worker: reads the vectors a slice at a time, answering words meanwhile and meaning once they are read", async () => {
+  using tmp = tempHistory();
+  using _store = vectorHistory(tmp.path, 1000);
+  // One chunk of rows a slice: the reading takes many turns of the loop.
+  await using worker = new SearchWorker(tmp.path, {
+    vectors: true,
+    sliceMs: 0,
+  });
+  const order: string[] = [];
+  const near = worker.nearest(vectorOf(77), "m", 1, null).then((hits) => {
+    order.push("meaning");
+    return hits;
+  });
+  const words = worker.search("Question", 1).then((hits) => {
+    order.push("words");
+    return hits;
+  });
+  assert.equal((await words).length, 1);
+  assert.ok(Math.abs((await near)[0]!.score - 1) < 1e-6);
+  assert.deepEqual(order, ["words", "meaning"]);
+});
+
+Deno.test("search worker: a saved turn's vector under an id it knew is read anew when named", async () => {
+  using tmp = tempHistory();
+  using store = vectorHistory(tmp.path, 40);
+  await using worker = new SearchWorker(tmp.path, { vectors: true });
+  assert.equal((await worker.nearest(vectorOf(40), "m", 1, null))[0]?.id, 4);
+  // The newest conversation deleted to its rows, and its newest turn's id
+  // given to a turn of a new one.
+  assert.ok(store.delete(4));
+  while (store.maintain()) { /* upkeep to the end */ }
+  const conv = store.saveTurn(null, turn("Another question", "Yes"));
+  assert.equal(store.lastTurnId(conv), 31);
+  store.vectors.putAll("m", [{
+    turn: 31,
+    dim: 8,
+    data: encodeVector(vectorOf(200)),
+  }]);
+  worker.refreshTurns([31]);
+  const [hit] = await worker.nearest(vectorOf(200), "m", 1, null);
+  assert.deepEqual([hit?.id, hit?.text], [conv, "Another question\nYes"]);
+  // The old conversation left out no longer hides it.
+  const others = await worker.nearest(vectorOf(200), "m", 1, 3);
+  assert.equal(others[0]?.id, conv);
+});
+
+Deno.test("search worker: terminate ends it at once, failing what it held", async () => {
+  using tmp = tempHistory();
+  using _store = vectorHistory(tmp.path, 10);
+  const worker = new SearchWorker(tmp.path, { vectors: true });
+  const held = worker.search("Question", 1);
+  worker.terminate();
+  await assert.rejects(held, /closed/);
+  await assert.rejects(worker.search("Question", 1), /closed/);
+  await worker.close();
 });
 
 Deno.test("search worker: needs no permission beyond read of the database directory", async () => {

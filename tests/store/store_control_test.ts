@@ -26,6 +26,28 @@ Deno.test("replaceLastTurn swaps the last turn in place: open, search and the in
   assert.equal(store.list()[0]?.title, "first question");
 });
 
+Deno.test("replaceLastTurn drops the replaced turn's vector in the same transaction; the other turns keep theirs", () => {
+  using store = new Store(":memory:", { now: clock() });
+  const id = store.saveTurn(null, turn("first question", "First reply."));
+  store.saveTurn(id, turn("second question", "A wrong reply."));
+  const [first, second] = [1, 2];
+  const model = { name: "embedder", dim: 2 };
+  const data = new Uint8Array([0, 0, 0, 0, 1, 2]);
+  assert.equal(
+    store.vectors.putAll(model.name, [
+      { turn: first, dim: 2, data },
+      { turn: second, dim: 2, data },
+    ]),
+    2,
+  );
+  store.replaceLastTurn(id, turn("second question", "A better reply."));
+  assert.deepEqual(store.vectors.progress(model), { done: 1, total: 2 });
+  assert.deepEqual(
+    store.vectors.pendingOf([first, second], model).map((t) => t.text),
+    ["second question\n\nA better reply."],
+  );
+});
+
 Deno.test("replacing the only turn moves a title that came from its question, never one the user gave", () => {
   using store = new Store(":memory:", { now: clock() });
   const a = store.saveTurn(null, turn("waht is teh capitel", "?"));

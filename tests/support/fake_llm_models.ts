@@ -38,6 +38,8 @@ export interface FakeModel {
   vision?: boolean;
   /** Served with `--embeddings`: `/v1/embeddings` answers. */
   embeddings?: boolean;
+  /** Physical batch (`-ub`): an embedding input of more tokens is refused, as a mean-pooled model's is; default 512. */
+  ubatch?: number;
 }
 
 /** `/v1/models` (and `/models`) as the mode answers it. */

@@ -106,6 +106,9 @@ function embed(text: string): number[] {
 /**
  * `POST /v1/embeddings`: 501 from a server started without `--embeddings`;
  * otherwise one L2-normalised vector per input, as `--pooling mean` gives.
+ * As there, an input of no tokens fails the request with a 400, and one of
+ * more tokens than the physical batch (`ubatch`, 512 by default) with a
+ * 500: a mean-pooled input cannot be split across batches.
  */
 export function embeddingsAnswer(model: FakeModel, body: unknown): Answer {
   if (!model.embeddings) {
@@ -135,7 +138,25 @@ export function embeddingsAnswer(model: FakeModel, body: unknown): Answer {
       ),
     };
   }
-  const tokens = texts.reduce((sum, text) => sum + countTokens(text), 0);
+  const counts = texts.map(countTokens);
+  if (counts.includes(0)) {
+    return {
+      status: 400,
+      body: JSON.parse(errorBody(400, "Input content cannot be empty")),
+    };
+  }
+  const ubatch = model.ubatch ?? 512;
+  const long = counts.find((count) => count > ubatch);
+  if (long !== undefined) {
+    return {
+      status: 500,
+      body: JSON.parse(errorBody(
+        500,
+        `input (${long} tokens) is too large to process. increase the physical batch size (current batch size: ${ubatch})`,
+      )),
+    };
+  }
+  const tokens = counts.reduce((sum, count) => sum + count, 0);
   const named = isRecord(body) && typeof body.model === "string";
   return {
     status: 200,

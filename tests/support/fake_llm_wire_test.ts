@@ -2,8 +2,9 @@
  * The fake against the captures of the September 2026 release
  * (`tests/fixtures/llama-server/release_2026_09/`), where the real-server
  * tier found it wrong: `/props` modalities, `/slots`, a picture refused
- * without `--mmproj`, embeddings with and without `--embeddings`, the
- * router's load and unload, and the prompt of a turn without thinking.
+ * without `--mmproj`, embeddings with and without `--embeddings` (an input
+ * too long or empty refused), the router's load and unload, and the prompt
+ * of a turn without thinking.
  */
 import assert from "node:assert/strict";
 import { FakeLlm, hold } from "./fake_llm.ts";
@@ -133,6 +134,19 @@ Deno.test("embeddings have the captured shape; without --embeddings the captured
     if (!named.startsWith("/srv/")) {
       assert.equal((fake.body as { model: string }).model, named);
     }
+  }
+});
+
+Deno.test("an embedding input longer than the physical batch, or empty, fails the request as captured", async () => {
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny-embed.gguf", embeddings: true }],
+  });
+  for (const name of ["err_embeddings_too_large", "err_embeddings_empty"]) {
+    assert.deepEqual(
+      await answer(llm, "/v1/embeddings", request(`release_2026_09/${name}`)),
+      captured(`release_2026_09/${name}`),
+      name,
+    );
   }
 });
 
