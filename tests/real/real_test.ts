@@ -4,6 +4,7 @@
  * it prints one line and runs nothing; in CI a missing build fails.
  */
 import { buildDir, findBuild, inCi, SKIP_LINE } from "./build.ts";
+import { FILES_SCENARIOS } from "./files.ts";
 import { MEANING_SCENARIOS } from "./meaning.ts";
 import { COST_SCENARIOS } from "./prompt_cost.ts";
 import { REPLY_SCENARIOS } from "./replies.ts";
@@ -20,6 +21,7 @@ if (build !== null) {
       ...ROUTER_SCENARIOS,
       ...WIRE_SCENARIOS,
       ...MEANING_SCENARIOS,
+      ...FILES_SCENARIOS,
     ]
   ) {
     scenarioTest(build, scenario);
