@@ -44,6 +44,12 @@ export async function checkVision(
   let vision: boolean | null;
   try {
     vision = (await options.llm.chooseModel(options.signal)).vision ?? null;
+    // What /props said may be from before llama-server restarted with its
+    // --mmproj: it is asked again before the question is refused.
+    if (vision === false) {
+      vision = (await options.llm.chooseModel(options.signal, { fresh: true }))
+        .vision ?? null;
+    }
   } catch (error) {
     log.info("model lookup before a question with pictures failed", {
       error: describeError(error),

@@ -187,6 +187,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     ...(options.fetch ? { fetch: options.fetch } : {}),
     observer: backend,
   });
+  backend.onLost(() => llm.forgetProps());
   const converters = resolveConverters(config, paths.configDir);
   using assistant = new Assistant({
     store,

@@ -322,3 +322,27 @@ Deno.test("against the fake llama-server: a model without --mmproj is refused a 
     assert.deepEqual(parts.map((p) => p.type), ["text", "image_url"]);
   }
 });
+
+Deno.test("against the fake llama-server: after no_vision, a server given --mmproj reads the picture without a daemon restart", async () => {
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", vision: false }],
+  });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  const ask = {
+    type: "ask" as const,
+    text: "What is this?",
+    files: [{ name: "red.png", mime: "image/png", data: PNG.toBase64() }],
+  };
+  await client.send({ ...ask, ref: "before" });
+  assert.equal((await client.next("error")).code, "no_vision");
+  // Restarted with its --mmproj between two questions, unseen by the daemon.
+  llm.setModels([{ id: "/srv/models/tiny.gguf", vision: true }]);
+  await client.send({ ...ask, ref: "after" });
+  const events = await client.until((e) =>
+    e.type === "state" && e.state === "idle"
+  );
+  assert.equal(events.some((e) => e.type === "error"), false);
+  assert.equal(llm.chats.length, 1);
+});
