@@ -8,7 +8,7 @@
  * block; each picture as an `image_url` part. The history keeps a picture
  * as a reference (`attachment:N`) to its bytes, kept once beside the turn.
  */
-import { AssistantError } from "../base/errors.ts";
+import { AssistantError, loggedName } from "../base/errors.ts";
 import type { ChatMessage, ContentPart } from "../llm/chat_types.ts";
 import type { Attachment, FileKind } from "../protocol/protocol.ts";
 import type { StoredFile } from "../store/store.ts";
@@ -77,14 +77,15 @@ export async function readFiles(
       read.push(file("converted", await reading.convert(mime, name, data)));
     } else if (isPictureType(mime)) {
       if (!SIGNATURES[mime]!(data)) {
-        throw badFile(`${name}: its bytes are not a picture of type ${mime}`);
+        throw badFile(name, `its bytes are not a picture of type ${mime}`);
       }
       read.push(file("image", null));
     } else {
       const text = textOf(data);
       if (text === null) {
         throw badFile(
-          `${name}: ${mime} is neither text nor a picture, and no converter is configured for it`,
+          name,
+          `${mime} is neither text nor a picture, and no converter is configured for it`,
         );
       }
       read.push(file("text", text));
@@ -93,8 +94,12 @@ export async function readFiles(
   return read;
 }
 
-function badFile(message: string): AssistantError {
-  return new AssistantError(message, { code: "bad_file" });
+/** `bad_file` for the file named: the client is told its name, a log only its length. */
+function badFile(name: string, why: string): AssistantError {
+  return new AssistantError(`${name}: ${why}`, {
+    code: "bad_file",
+    forLog: `${loggedName(name)}: ${why}`,
+  });
 }
 
 /** A fence longer than any run of backticks inside the text, and at least three. */

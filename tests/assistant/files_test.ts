@@ -290,6 +290,31 @@ Deno.test("a question whose file does not fit the context even alone names the f
   assert.deepEqual(brain.store.list(), []);
 });
 
+Deno.test("the log of a question too long names no file: its code, and the name's length only", async () => {
+  const big: Attachment = {
+    name: "merger-plans-acme.log",
+    mime: "text/plain",
+    data: text("line of a long log file\n".repeat(2000)),
+  };
+  await using brain = await Brain.start({
+    llm: new ScriptedModel({
+      nCtx: 2048,
+      answer: (body) => answerDeltas(body, "x"),
+    }),
+  });
+  await brain.send({ type: "ask", text: "Summarise", files: [big] });
+  const [error] = ofType(await brain.until(isIdle), "error");
+  assert.match(
+    error?.message ?? "",
+    /merger-plans-acme\.log/,
+    "the client is told",
+  );
+  await brain.waitForLog(/reply failed/);
+  assert.match(brain.log, /reply failed code=question_too_long /);
+  assert.match(brain.log, /a name of 21 characters/);
+  assert.doesNotMatch(brain.log, /merger|acme/);
+});
+
 Deno.test("against the fake llama-server: a model without --mmproj is refused a picture before any chat request; one with it reads it", async () => {
   for (const vision of [false, true]) {
     await using llm = await FakeLlm.start({
