@@ -55,14 +55,20 @@ export function textOf(bytes: Uint8Array): string | null {
 export interface Reading {
   /** Whether a converter serves this type. */
   converts(mime: string): boolean;
-  /** The text of a file of that type; AssistantError `convert_failed` when it cannot be had. */
-  convert(mime: string, name: string, bytes: Uint8Array): Promise<string>;
+  /** The text of a file of that type; AssistantError `convert_failed` when it cannot be had (`signal` ends the converter). */
+  convert(
+    mime: string,
+    name: string,
+    bytes: Uint8Array,
+    signal: AbortSignal,
+  ): Promise<string>;
 }
 
-/** What the files of a question become; AssistantError `bad_file` (or `convert_failed`) naming the first that cannot be sent. */
+/** What the files of a question become; AssistantError `bad_file` (or `convert_failed`) naming the first that cannot be sent. `signal` ends a conversion. */
 export async function readFiles(
   files: readonly Attachment[],
   reading: Reading,
+  signal: AbortSignal,
 ): Promise<QuestionFile[]> {
   const read: QuestionFile[] = [];
   for (const { name, mime, data } of files) {
@@ -74,7 +80,8 @@ export async function readFiles(
       data: kind === "image" ? data : null,
     });
     if (reading.converts(mime)) {
-      read.push(file("converted", await reading.convert(mime, name, data)));
+      const text = await reading.convert(mime, name, data, signal);
+      read.push(file("converted", text));
     } else if (isPictureType(mime)) {
       if (!SIGNATURES[mime]!(data)) {
         throw badFile(name, `its bytes are not a picture of type ${mime}`);

@@ -197,9 +197,10 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     toolKillHelper,
     reading: {
       converts: (mime) => converters.has(mime),
-      convert: (mime, name, bytes) =>
+      convert: (mime, name, bytes, signal) =>
         convert(converters.get(mime)!, name, bytes, {
           seconds: config.tool_timeout,
+          signal,
           helper: toolKillHelper,
         }),
     },

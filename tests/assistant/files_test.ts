@@ -9,6 +9,8 @@ import type { Attachment, Event } from "../../src/protocol/protocol.ts";
 import { Brain, type EventOf, isIdle } from "../support/brain.ts";
 import { LocalDaemon } from "../support/assistant_harness.ts";
 import { FakeLlm } from "../support/fake_llm.ts";
+import { running } from "../support/process_tree.ts";
+import { convert, resolveConverters } from "../../src/tools/convert.ts";
 import {
   answerDeltas,
   type Body,
@@ -19,6 +21,9 @@ const PNG = await Deno.readFile(
   new URL("../fixtures/files/red.png", import.meta.url),
 );
 const text = (s: string) => new TextEncoder().encode(s);
+const SLOW_CONVERTER = new URL("../fixtures/convert/slow.sh", import.meta.url)
+  .pathname;
+
 const NOTES: Attachment = {
   name: "notes.txt",
   mime: "text/plain",
@@ -113,19 +118,39 @@ Deno.test("a picture for a model that reads none is refused before any request: 
   assert.equal(brain.llm.bodies.length, 1);
 });
 
+/** A reading whose `application/pdf` converter is `argv`, run as the daemon runs one (the bounded runner, its time limit and kill). */
+function convertingWith(argv: string[], seconds = 10) {
+  const converters = resolveConverters(
+    { convert: { "application/pdf": argv } },
+    Deno.cwd(),
+  );
+  return {
+    converts: (mime: string) => converters.has(mime),
+    convert: (
+      mime: string,
+      name: string,
+      bytes: Uint8Array,
+      signal: AbortSignal,
+    ) =>
+      convert(converters.get(mime)!, name, bytes, {
+        seconds,
+        signal,
+        helper: null,
+      }),
+  };
+}
+
+const PDF: Attachment = {
+  name: "r.pdf",
+  mime: "application/pdf",
+  data: text("%PDF"),
+};
+
 Deno.test("a file that cannot be read, or a converter that fails, is refused with nothing stored and no turn", async () => {
   await using brain = await Brain.start({
     llm: model(),
     assistant: {
-      reading: {
-        converts: (mime) => mime === "application/pdf",
-        convert: (_mime, name) =>
-          Promise.reject(
-            Object.assign(new Error(`${name}: its converter failed`), {
-              code: "convert_failed",
-            }),
-          ),
-      },
+      reading: convertingWith(["sh", "-c", "cat >/dev/null; exit 3"]),
     },
   });
   const binary: Attachment = {
@@ -137,18 +162,49 @@ Deno.test("a file that cannot be read, or a converter that fails, is refused wit
     (await refusal(brain, { type: "ask", text: "?", files: [binary] })).code,
     "bad_file",
   );
-  const pdf: Attachment = {
-    name: "r.pdf",
-    mime: "application/pdf",
-    data: text("%PDF"),
-  };
-  assert.match(
-    (await refusal(brain, { type: "ask", text: "?", files: [pdf] })).message,
-    /r\.pdf: its converter failed/,
+  const failed = await refusal(brain, { type: "ask", text: "?", files: [PDF] });
+  assert.equal(failed.code, "convert_failed");
+  assert.equal(
+    failed.message,
+    "r.pdf: its converter failed with exit status 3",
   );
   assert.deepEqual(brain.events, []);
   assert.deepEqual(brain.llm.bodies, []);
   assert.deepEqual(brain.store.list(), []);
+});
+
+Deno.test("a converter still running ends when its asker is gone, or at stop: convert_failed, its process killed", async () => {
+  const fifos = await Deno.makeTempDir({ prefix: "da-fifo-" });
+  try {
+    const fifo = `${fifos}/pid`;
+    assert.ok(
+      (await new Deno.Command("mkfifo", { args: [fifo] }).output())
+        .success,
+    );
+    await using brain = await Brain.start({
+      llm: model(),
+      assistant: { reading: convertingWith([SLOW_CONVERTER, fifo], 600) },
+    });
+    const ask = { type: "ask" as const, text: "?", files: [PDF] };
+    const gone = new AbortController();
+    const asked = brain.assistant.handle(ask, gone.signal).catch((e) => e);
+    let pid = Number((await Deno.readTextFile(fifo)).trim());
+    gone.abort();
+    const left = await asked as Error & { code?: string };
+    assert.equal(left.code, "convert_failed");
+    assert.equal(left.message, "r.pdf: its converter was stopped");
+    assert.equal(running(pid), false);
+
+    const stopped = brain.send(ask).catch((e) => e);
+    pid = Number((await Deno.readTextFile(fifo)).trim());
+    await brain.send({ type: "stop" });
+    assert.equal((await stopped as { code?: string }).code, "convert_failed");
+    assert.equal(running(pid), false);
+    assert.deepEqual(brain.events, []);
+    assert.deepEqual(brain.llm.bodies, []);
+  } finally {
+    await Deno.remove(fifos, { recursive: true });
+  }
 });
 
 Deno.test("blank text with files is asked; retry sends the files again; edit keeps them, or drops them with files []", async () => {
