@@ -129,9 +129,18 @@ function questionText(stamped: string, files: readonly QuestionFile[]): string {
   return text;
 }
 
-/** A picture's data URL, as llama-server's OpenAI API takes it. */
+/** Data URLs made, by the bytes they were made of: the question's request and its turn in the history share one string. */
+const urls = new WeakMap<Uint8Array, string>();
+
+/** A picture's data URL, as llama-server's OpenAI API takes it; made once for the same bytes. */
 export function dataUrl(file: Pick<QuestionFile, "mime" | "data">): string {
-  return `data:${file.mime};base64,${file.data?.toBase64() ?? ""}`;
+  if (file.data === null) return `data:${file.mime};base64,`;
+  let url = urls.get(file.data);
+  if (url === undefined) {
+    url = `data:${file.mime};base64,${file.data.toBase64()}`;
+    urls.set(file.data, url);
+  }
+  return url;
 }
 
 /**
@@ -166,6 +175,34 @@ export function refersToPictures(messages: readonly ChatMessage[]): boolean {
       part.type === "image_url" && REFERENCE.test(part.image_url.url)
     )
   );
+}
+
+/** What a model that reads no pictures is sent for an earlier turn's picture. */
+export function pictureText(name: string): string {
+  return `[picture ${name}: the model in use does not read pictures]`;
+}
+
+/**
+ * A turn's messages for a model that reads no pictures: each picture
+ * reference made a line of text naming it (`name(N)`), so a conversation
+ * goes on after a switch to such a model, and the model knows a picture
+ * was there. A question left with text alone is one string again.
+ */
+export function withoutPictures(
+  messages: readonly ChatMessage[],
+  name: (index: number) => string,
+): ChatMessage[] {
+  return messages.map((message) => {
+    if (message.role !== "user" || !Array.isArray(message.content)) {
+      return message;
+    }
+    const lines = message.content.map((part) => {
+      if (part.type === "text") return part.text;
+      const reference = REFERENCE.exec(part.image_url.url);
+      return pictureText(reference ? name(Number(reference[1])) : "");
+    });
+    return { ...message, content: lines.join("\n\n") };
+  });
 }
 
 /** A turn's messages as sent: each picture reference made its data URL, from `picture(N)`. */

@@ -208,7 +208,9 @@ export class Conversation {
       : null;
     return planRequest(this.#deps, {
       question,
-      history: held.map((turn) => sendable(turn, this.#deps.store)),
+      history: held.map((turn) =>
+        sendable(turn, this.#deps.store, question.model.vision === false)
+      ),
       counts: held.map((turn) => turn.tokens),
       summary,
       previous: this.#last?.start ?? null,
@@ -269,6 +271,8 @@ export class Conversation {
       tokens: null,
       row,
     };
+    // Its pictures' URLs are the ones just sent: held as those from now.
+    sendable(held, this.#deps.store);
     if (turn.replaces && this.#turns.length > 0) this.#turns.pop();
     this.#turns.push(held);
     const final = turn.messages.at(-1);
@@ -336,7 +340,9 @@ export class Conversation {
     const { config, ledger } = this.#deps;
     const model = last.model.id;
     const plan = planSummary({
-      turns: this.#turns.map((turn) => sendable(turn, this.#deps.store)),
+      turns: this.#turns.map((turn) =>
+        sendable(turn, this.#deps.store, last.model.vision === false)
+      ),
       summary: this.#summary,
       lastRequest: last.messages,
       windowStart: last.start,

@@ -98,6 +98,33 @@ Deno.test("a follow-up question sends the earlier file exactly as it was sent, s
   });
 });
 
+Deno.test("after a switch to a model that reads no pictures, a follow-up sends an earlier picture as a line naming it", async () => {
+  const options = {
+    vision: true,
+    answer: (body: Body) => answerDeltas(body, "Noted."),
+  };
+  await using brain = await Brain.start({ llm: new ScriptedModel(options) });
+  await brain.send({ type: "ask", text: "Look", files: [PICTURE] });
+  await brain.until(isIdle);
+  options.vision = false;
+  await brain.ask("And the sky?");
+  const earlier = brain.llm.bodies[1]!.messages.find((m) =>
+    m.role === "user" && contentText(m.content as never).includes("Look")
+  );
+  assert.equal(typeof earlier?.content, "string", "no image_url part");
+  assert.match(
+    earlier!.content as string,
+    /\n\n\[picture red\.png: the model in use does not read pictures\]$/,
+  );
+  // A new question with a picture is still refused: it is about the picture.
+  const error = await refusal(brain, {
+    type: "ask",
+    text: "And this one?",
+    files: [PICTURE],
+  });
+  assert.equal(error.code, "no_vision");
+});
+
 Deno.test("a picture for a model that reads none is refused before any request: no turn, nothing stored", async () => {
   await using brain = await Brain.start({ llm: model({ vision: false }) });
   const error = await refusal(brain, {
