@@ -34,14 +34,14 @@ function starts(bytes: Uint8Array, prefix: number[]): boolean {
 }
 
 /** Whether a type is one of the pictures the model may be sent. */
-export function isPictureType(mime: string): boolean {
+function isPictureType(mime: string): boolean {
   return Object.hasOwn(SIGNATURES, mime);
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The text of bytes that are valid UTF-8 without NUL; null for anything else. */
-export function textOf(bytes: Uint8Array): string | null {
+function textOf(bytes: Uint8Array): string | null {
   let text: string;
   try {
     text = utf8.decode(bytes);
