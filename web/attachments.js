@@ -113,10 +113,19 @@ export function sendAsIs(mime, width, height, bytes) {
     Math.max(width, height) <= MAX_SIDE && bytes <= AS_IS_BYTES;
 }
 
-/** A redrawn picture's name: its extension made `.jpg`, which it now is. */
+/**
+ * A redrawn picture's name: its extension made `.jpg`, which it now is; its
+ * stem cut where the name would pass MAX_NAME (never inside a character
+ * made of two UTF-16 units).
+ */
 export function jpegName(/** @type {string} */ name) {
   const dot = name.lastIndexOf(".");
-  const stem = dot > 0 ? name.slice(0, dot) : name;
+  let stem = dot > 0 ? name.slice(0, dot) : name;
+  const room = MAX_NAME - ".jpg".length;
+  if (stem.length > room) {
+    stem = stem.slice(0, room);
+    if (/[\uD800-\uDBFF]$/.test(stem)) stem = stem.slice(0, -1);
+  }
   return `${stem}.jpg`;
 }
 

@@ -5,7 +5,9 @@
  * draw goes as it is when attachments.js says it may, else it is drawn on
  * a canvas at a longest side of at most 1,536 px and sent as JPEG; any
  * other file (a picture the browser cannot draw included) goes as its
- * bytes, and the daemon says what it makes of them.
+ * bytes, and the daemon says what it makes of them. A picture file past
+ * DECODE_AT_MOST is never decoded: it is too large, as any file past what
+ * a line can carry.
  */
 import {
   fitWithin,
@@ -21,6 +23,13 @@ import {
 const JPEG_QUALITY = 0.85;
 /** Past this a file is not read: no line could carry it, and its size alone says so. */
 const READ_AT_MOST = 4 * MAX_LINE_BYTES;
+/**
+ * Past this a picture file is not decoded: decoded, it takes four bytes a
+ * pixel, many times its file (a 32 MiB photo is about 50 megapixels, 200 MB
+ * drawn), so the tab could run out of memory before any size check. A
+ * camera's photo is well within it.
+ */
+export const DECODE_AT_MOST = 32 * 1024 * 1024;
 
 /**
  * A file made ready to send.
@@ -29,7 +38,7 @@ const READ_AT_MOST = 4 * MAX_LINE_BYTES;
  */
 export async function prepare(file) {
   const mime = mimeOf(file.type);
-  if (mime.startsWith("image/")) {
+  if (mime.startsWith("image/") && file.size <= DECODE_AT_MOST) {
     const picture = await pictureOf(file, mime);
     if (picture) return picture;
   }

@@ -62,6 +62,8 @@ export class Assistant implements Disposable {
   #proposer: Proposer;
   /** Whether listening is on: the voice client records meanwhile. */
   #listening = false;
+  /** Questions whose files are being read: `stop` ends their conversions. */
+  readonly #preparing = new Set<AbortController>();
 
   /** Creates the brain with an empty, unsaved current conversation. */
   constructor(options: AssistantOptions) {
@@ -104,20 +106,29 @@ export class Assistant implements Disposable {
    * Runs one command and resolves to the answer for the asker, if any; the
    * answer carries the command's `ref`. Events about the shared state go to
    * every client through `emit`, those a command caused with its `ref` too.
+   * `gone` aborts when the asker is gone: a conversion for it ends.
    */
-  async handle(command: Command): Promise<Event | null> {
-    const answer = await this.#dispatch(command);
+  async handle(command: Command, gone?: AbortSignal): Promise<Event | null> {
+    const answer = await this.#dispatch(command, gone);
     return answer && { ...answer, ...refField(command.ref) };
   }
 
-  async #dispatch(command: Command): Promise<Event | null> {
+  /** Ends every question's file conversion in progress (its `ask` answers `convert_failed`): a `stop` on its way. */
+  interrupt(): void {
+    for (const preparing of this.#preparing) preparing.abort();
+  }
+
+  async #dispatch(
+    command: Command,
+    gone: AbortSignal | undefined,
+  ): Promise<Event | null> {
     const { ref } = command;
     switch (command.type) {
       case "ask": {
         const conversation = this.#current;
         const given = command.files ?? [];
         // A question without files starts at once, before any later command.
-        const files = given.length === 0 ? [] : await this.#ready(given);
+        const files = given.length === 0 ? [] : await this.#ready(given, gone);
         this.#start(conversation, {
           text: command.text,
           files,
@@ -128,7 +139,7 @@ export class Assistant implements Disposable {
       }
       case "retry":
       case "edit":
-        await this.#retry(command, ref);
+        await this.#retry(command, ref, gone);
         return null;
       case "memories":
       case "remember":
@@ -144,6 +155,7 @@ export class Assistant implements Disposable {
           command.index,
         );
       case "stop":
+        this.interrupt();
         this.#replies.stop();
         return null;
       case "new":
@@ -273,6 +285,7 @@ export class Assistant implements Disposable {
   async #retry(
     command: Extract<Command, { type: "retry" | "edit" }>,
     ref: Ref | undefined,
+    gone: AbortSignal | undefined,
   ): Promise<void> {
     const conversation = this.#current;
     const last = conversation.turns.at(-1);
@@ -284,7 +297,7 @@ export class Assistant implements Disposable {
     const given = command.type === "edit" ? command.files : undefined;
     const files = given === undefined
       ? conversation.lastFiles()
-      : await this.#ready(given);
+      : await this.#ready(given, gone);
     if (given === undefined && files.length > 0) {
       await checkVision(files, {
         llm: this.#options.llm,
@@ -309,13 +322,25 @@ export class Assistant implements Disposable {
     this.#replies.start(conversation, start);
   }
 
-  /** A question's files, read and checked before its turn starts. */
-  #ready(files: readonly Attachment[]): Promise<QuestionFile[]> {
-    if (files.length === 0) return Promise.resolve([]);
-    return readyFiles(files, {
-      llm: this.#options.llm,
-      reading: this.#options.reading ?? NO_CONVERTERS,
-      signal: this.#shutdown.signal,
-    });
+  /** A question's files, read and checked before its turn starts; a conversion ends at shutdown, at `stop` or when the asker is `gone`. */
+  async #ready(
+    files: readonly Attachment[],
+    gone: AbortSignal | undefined,
+  ): Promise<QuestionFile[]> {
+    if (files.length === 0) return [];
+    const preparing = new AbortController();
+    this.#preparing.add(preparing);
+    try {
+      return await readyFiles(files, {
+        llm: this.#options.llm,
+        reading: this.#options.reading ?? NO_CONVERTERS,
+        signal: this.#shutdown.signal,
+        converting: gone
+          ? AbortSignal.any([preparing.signal, gone])
+          : preparing.signal,
+      });
+    } finally {
+      this.#preparing.delete(preparing);
+    }
   }
 }

@@ -8,7 +8,7 @@
  * block; each picture as an `image_url` part. The history keeps a picture
  * as a reference (`attachment:N`) to its bytes, kept once beside the turn.
  */
-import { AssistantError } from "../base/errors.ts";
+import { AssistantError, loggedName } from "../base/errors.ts";
 import type { ChatMessage, ContentPart } from "../llm/chat_types.ts";
 import type { Attachment, FileKind } from "../protocol/protocol.ts";
 import type { StoredFile } from "../store/store.ts";
@@ -34,14 +34,14 @@ function starts(bytes: Uint8Array, prefix: number[]): boolean {
 }
 
 /** Whether a type is one of the pictures the model may be sent. */
-export function isPictureType(mime: string): boolean {
+function isPictureType(mime: string): boolean {
   return Object.hasOwn(SIGNATURES, mime);
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The text of bytes that are valid UTF-8 without NUL; null for anything else. */
-export function textOf(bytes: Uint8Array): string | null {
+function textOf(bytes: Uint8Array): string | null {
   let text: string;
   try {
     text = utf8.decode(bytes);
@@ -55,14 +55,20 @@ export function textOf(bytes: Uint8Array): string | null {
 export interface Reading {
   /** Whether a converter serves this type. */
   converts(mime: string): boolean;
-  /** The text of a file of that type; AssistantError `convert_failed` when it cannot be had. */
-  convert(mime: string, name: string, bytes: Uint8Array): Promise<string>;
+  /** The text of a file of that type; AssistantError `convert_failed` when it cannot be had (`signal` ends the converter). */
+  convert(
+    mime: string,
+    name: string,
+    bytes: Uint8Array,
+    signal: AbortSignal,
+  ): Promise<string>;
 }
 
-/** What the files of a question become; AssistantError `bad_file` (or `convert_failed`) naming the first that cannot be sent. */
+/** What the files of a question become; AssistantError `bad_file` (or `convert_failed`) naming the first that cannot be sent. `signal` ends a conversion. */
 export async function readFiles(
   files: readonly Attachment[],
   reading: Reading,
+  signal: AbortSignal,
 ): Promise<QuestionFile[]> {
   const read: QuestionFile[] = [];
   for (const { name, mime, data } of files) {
@@ -74,17 +80,19 @@ export async function readFiles(
       data: kind === "image" ? data : null,
     });
     if (reading.converts(mime)) {
-      read.push(file("converted", await reading.convert(mime, name, data)));
+      const text = await reading.convert(mime, name, data, signal);
+      read.push(file("converted", text));
     } else if (isPictureType(mime)) {
       if (!SIGNATURES[mime]!(data)) {
-        throw badFile(`${name}: its bytes are not a picture of type ${mime}`);
+        throw badFile(name, `its bytes are not a picture of type ${mime}`);
       }
       read.push(file("image", null));
     } else {
       const text = textOf(data);
       if (text === null) {
         throw badFile(
-          `${name}: ${mime} is neither text nor a picture, and no converter is configured for it`,
+          name,
+          `${mime} is neither text nor a picture, and no converter is configured for it`,
         );
       }
       read.push(file("text", text));
@@ -93,8 +101,12 @@ export async function readFiles(
   return read;
 }
 
-function badFile(message: string): AssistantError {
-  return new AssistantError(message, { code: "bad_file" });
+/** `bad_file` for the file named: the client is told its name, a log only its length. */
+function badFile(name: string, why: string): AssistantError {
+  return new AssistantError(`${name}: ${why}`, {
+    code: "bad_file",
+    forLog: `${loggedName(name)}: ${why}`,
+  });
 }
 
 /** A fence longer than any run of backticks inside the text, and at least three. */
@@ -117,9 +129,18 @@ function questionText(stamped: string, files: readonly QuestionFile[]): string {
   return text;
 }
 
-/** A picture's data URL, as llama-server's OpenAI API takes it. */
+/** Data URLs made, by the bytes they were made of: the question's request and its turn in the history share one string. */
+const urls = new WeakMap<Uint8Array, string>();
+
+/** A picture's data URL, as llama-server's OpenAI API takes it; made once for the same bytes. */
 export function dataUrl(file: Pick<QuestionFile, "mime" | "data">): string {
-  return `data:${file.mime};base64,${file.data?.toBase64() ?? ""}`;
+  if (file.data === null) return `data:${file.mime};base64,`;
+  let url = urls.get(file.data);
+  if (url === undefined) {
+    url = `data:${file.mime};base64,${file.data.toBase64()}`;
+    urls.set(file.data, url);
+  }
+  return url;
 }
 
 /**
@@ -154,6 +175,34 @@ export function refersToPictures(messages: readonly ChatMessage[]): boolean {
       part.type === "image_url" && REFERENCE.test(part.image_url.url)
     )
   );
+}
+
+/** What a model that reads no pictures is sent for an earlier turn's picture. */
+export function pictureText(name: string): string {
+  return `[picture ${name}: the model in use does not read pictures]`;
+}
+
+/**
+ * A turn's messages for a model that reads no pictures: each picture
+ * reference made a line of text naming it (`name(N)`), so a conversation
+ * goes on after a switch to such a model, and the model knows a picture
+ * was there. A question left with text alone is one string again.
+ */
+export function withoutPictures(
+  messages: readonly ChatMessage[],
+  name: (index: number) => string,
+): ChatMessage[] {
+  return messages.map((message) => {
+    if (message.role !== "user" || !Array.isArray(message.content)) {
+      return message;
+    }
+    const lines = message.content.map((part) => {
+      if (part.type === "text") return part.text;
+      const reference = REFERENCE.exec(part.image_url.url);
+      return pictureText(reference ? name(Number(reference[1])) : "");
+    });
+    return { ...message, content: lines.join("\n\n") };
+  });
 }
 
 /** A turn's messages as sent: each picture reference made its data URL, from `picture(N)`. */

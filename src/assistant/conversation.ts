@@ -218,7 +218,9 @@ export class Conversation {
       : null;
     return planRequest(this.#deps, {
       question,
-      history: held.map((turn) => sendable(turn, this.#deps.store)),
+      history: held.map((turn) =>
+        sendable(turn, this.#deps.store, question.model.vision === false)
+      ),
       counts: held.map((turn) => turn.tokens),
       summary,
       previous: this.#last?.start ?? null,
@@ -326,6 +328,8 @@ export class Conversation {
       tokens: null,
       row,
     };
+    // Its pictures' URLs are the ones just sent: held as those from now.
+    sendable(held, this.#deps.store);
     if (turn.replaces && this.#turns.length > 0) this.#turns.pop();
     this.#turns.push(held);
     // A summary saved before the rule held may cover the turn just
@@ -402,7 +406,9 @@ export class Conversation {
     const { config, ledger } = this.#deps;
     const model = last.model.id;
     const plan = planSummary({
-      turns: this.#turns.map((turn) => sendable(turn, this.#deps.store)),
+      turns: this.#turns.map((turn) =>
+        sendable(turn, this.#deps.store, last.model.vision === false)
+      ),
       summary: this.#summary,
       lastRequest: last.messages,
       windowStart: last.start,

@@ -1,7 +1,9 @@
 /**
  * A finished turn as its conversation holds it, and its messages as a
  * request sends them: a picture kept as a reference to its bytes (beside
- * the turn in the history file) is made its data URL when first needed.
+ * the turn in the history file) is made its data URL when first needed,
+ * and its bytes are let go then; a model that reads no pictures gets a line
+ * of text for each instead.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
 import type { TurnView } from "../protocol/protocol.ts";
@@ -10,6 +12,7 @@ import {
   dataUrl,
   type QuestionFile,
   refersToPictures,
+  withoutPictures,
   withPictures,
 } from "./attachments.ts";
 
@@ -18,8 +21,12 @@ export interface HeldTurn {
   readonly view: TurnView;
   /** Its messages as kept: pictures as references to `files`. */
   readonly messages: ChatMessage[];
-  /** The files sent with its question; a picture read back has its bytes only once asked for. */
-  readonly files: readonly QuestionFile[];
+  /**
+   * The files sent with its question. A picture is held in one form: its
+   * bytes until its data URL is made (`sent`), then that URL alone; a picture
+   * read back from the history has its bytes only once asked for.
+   */
+  files: readonly QuestionFile[];
   tokens: number | null;
   /** Its row in the history file; null when not saved (a private conversation's). */
   readonly row: number | null;
@@ -27,7 +34,7 @@ export interface HeldTurn {
   sent?: ChatMessage[];
 }
 
-/** A held turn's picture's bytes: in memory, else read from the history. */
+/** A held turn's picture's bytes: in memory, else from its data URL or the history. */
 export function pictureOf(
   turn: HeldTurn,
   index: number,
@@ -35,19 +42,58 @@ export function pictureOf(
 ): Uint8Array | null {
   const file = turn.files[index];
   if (file?.data) return file.data;
-  return turn.row === null ? null : store.fileData(turn.row, index);
+  if (turn.row !== null) return store.fileData(turn.row, index);
+  // A private conversation's picture lives on only in the URL it was sent as.
+  const url = turn.sent && sentUrl(turn.messages, turn.sent, index);
+  const base64 = url?.slice(url.indexOf(",") + 1);
+  return base64 ? Uint8Array.fromBase64(base64) : null;
 }
 
-/** A held turn's messages as a request sends them. */
+/** The data URL `sent` carries where `messages` refer to picture `index`. */
+function sentUrl(
+  messages: readonly ChatMessage[],
+  sent: readonly ChatMessage[],
+  index: number,
+): string | null {
+  const reference = `attachment:${index}`;
+  for (const [i, message] of messages.entries()) {
+    if (message.role !== "user" || !Array.isArray(message.content)) continue;
+    const at = message.content.findIndex((part) =>
+      part.type === "image_url" && part.image_url.url === reference
+    );
+    const content = sent[i]?.content;
+    const part = at === -1 || !Array.isArray(content) ? null : content[at];
+    if (part?.type === "image_url") return part.image_url.url;
+  }
+  return null;
+}
+
+/**
+ * A held turn's messages as a request sends them: pictures as data URLs, or,
+ * for a model that reads none (`blind`), as a line of text naming each.
+ */
 export function sendable(
   turn: HeldTurn,
   store: Pick<Store, "fileData">,
+  blind = false,
 ): ChatMessage[] {
   if (!refersToPictures(turn.messages)) return turn.messages;
-  turn.sent ??= withPictures(turn.messages, (index) =>
-    dataUrl({
-      mime: turn.files[index]?.mime ?? "",
-      data: pictureOf(turn, index, store),
-    }));
+  if (blind) {
+    return withoutPictures(
+      turn.messages,
+      (index) => turn.files[index]?.name ?? "",
+    );
+  }
+  if (turn.sent === undefined) {
+    turn.sent = withPictures(turn.messages, (index) =>
+      dataUrl({
+        mime: turn.files[index]?.mime ?? "",
+        data: pictureOf(turn, index, store),
+      }));
+    // The URL is now the picture's one form in memory.
+    turn.files = turn.files.map((file) =>
+      file.data === null ? file : { ...file, data: null }
+    );
+  }
   return turn.sent;
 }

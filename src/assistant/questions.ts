@@ -23,6 +23,12 @@ export interface QuestionOptions {
   reading: Reading;
   /** Ends a lookup or a conversion at shutdown. */
   signal: AbortSignal;
+  /**
+   * Ends a conversion besides: a `stop`, or the asker gone. A converter may
+   * run for `tool_timeout`, a lookup only briefly: a lookup under way when
+   * `stop` comes ends as it would, and the question is asked.
+   */
+  converting?: AbortSignal;
 }
 
 /** The files read; AssistantError `bad_file`, `convert_failed` or `no_vision` when the question cannot be asked. */
@@ -30,7 +36,12 @@ export async function readyFiles(
   files: readonly Attachment[],
   options: QuestionOptions,
 ): Promise<QuestionFile[]> {
-  const read = await readFiles(files, options.reading);
+  const { signal, converting } = options;
+  const read = await readFiles(
+    files,
+    options.reading,
+    converting ? AbortSignal.any([signal, converting]) : signal,
+  );
   await checkVision(read, options);
   return read;
 }
@@ -44,6 +55,12 @@ export async function checkVision(
   let vision: boolean | null;
   try {
     vision = (await options.llm.chooseModel(options.signal)).vision ?? null;
+    // What /props said may be from before llama-server restarted with its
+    // --mmproj: it is asked again before the question is refused.
+    if (vision === false) {
+      vision = (await options.llm.chooseModel(options.signal, { fresh: true }))
+        .vision ?? null;
+    }
   } catch (error) {
     log.info("model lookup before a question with pictures failed", {
       error: describeError(error),

@@ -5,7 +5,7 @@
  * results cut, at most twice, before any client has seen a token. One that
  * cannot be made to fit fails with the error naming both sizes.
  */
-import { AssistantError } from "../base/errors.ts";
+import { AssistantError, loggedName } from "../base/errors.ts";
 import { log } from "../base/log.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { contextOverflow } from "../llm/http_error.ts";
@@ -54,14 +54,15 @@ function tooLong(
     ? "this turn's tool results do not fit"
     : "the question is too long for";
   const largest = plan.hasResults ? null : plan.largestFile;
-  const file = largest === null
-    ? ""
-    : `; its largest file, ${largest.name}, is about ${largest.tokens} tokens`;
-  return new AssistantError(
-    `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})${file}`,
-    {
-      cause,
-      code: plan.hasResults ? "tool_results_too_long" : "question_too_long",
-    },
-  );
+  const message = (name: string) =>
+    `${what} the model's context (${promptTokens} tokens, the context holds ${nCtx})` +
+    (largest === null
+      ? ""
+      : `; its largest file, ${name}, is about ${largest.tokens} tokens`);
+  return new AssistantError(message(largest?.name ?? ""), {
+    cause,
+    code: plan.hasResults ? "tool_results_too_long" : "question_too_long",
+    // The client is told the file's name; the log only its length.
+    ...(largest === null ? {} : { forLog: message(loggedName(largest.name)) }),
+  });
 }

@@ -8,7 +8,11 @@
  * went out (`seen`), so it never runs ahead of what every client was sent.
  */
 import type { ChatMessage, ToolCall } from "../llm/chat_types.ts";
-import { chatBody, type ModelChoice } from "../llm/client.ts";
+import {
+  chatBody,
+  type LookupOptions,
+  type ModelChoice,
+} from "../llm/client.ts";
 import type { Delta } from "../llm/sse_stream.ts";
 import type {
   ConfirmView,
@@ -33,7 +37,10 @@ export type { TurnConfig } from "./turn_config.ts";
 
 /** The model side of a turn; `LlmClient` in production, anything alike in tests. */
 export interface ModelSource {
-  chooseModel(signal: AbortSignal): Promise<ModelChoice>;
+  chooseModel(
+    signal: AbortSignal,
+    options?: LookupOptions,
+  ): Promise<ModelChoice>;
   chat(
     model: ModelChoice,
     body: Record<string, unknown>,

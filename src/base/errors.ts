@@ -8,6 +8,8 @@ export interface AssistantErrorOptions extends ErrorOptions {
   quoted?: string;
   /** The protocol's code for a client that receives it; absent for errors no client sees. */
   code?: ErrorCode;
+  /** The message as a log may hold it, where it names what the user gave (a file's name, made with {@link loggedName}). */
+  forLog?: string;
 }
 
 /** The daemon's one domain error: its message is safe to show to a client. */
@@ -16,6 +18,7 @@ export class AssistantError extends Error {
   readonly quoted: string | undefined;
   /** The protocol's stable code, when a client may receive it. */
   readonly code: ErrorCode | undefined;
+  readonly #forLog: string | undefined;
 
   /** Creates an error whose message names the value and the fix. */
   constructor(message: string, options?: AssistantErrorOptions) {
@@ -23,10 +26,12 @@ export class AssistantError extends Error {
     this.name = "AssistantError";
     this.quoted = options?.quoted;
     this.code = options?.code;
+    this.#forLog = options?.forLog;
   }
 
-  /** The message with the quoted text replaced by its length: what a log may hold. */
+  /** The message with the quoted text replaced by its length, and without the names the user gave: what a log may hold. */
   get loggable(): string {
+    if (this.#forLog !== undefined) return this.#forLog;
     if (!this.quoted) return this.message;
     const bytes = new TextEncoder().encode(this.quoted).length;
     // The quote ends the message; an earlier match would be our own words.
@@ -35,6 +40,11 @@ export class AssistantError extends Error {
       `[${bytes} bytes quoted from llama-server, not logged]` +
       this.message.slice(at + this.quoted.length);
   }
+}
+
+/** A name the user gave (a file's) as an error's `forLog` holds it: its length only, since names can be personal. */
+export function loggedName(name: string): string {
+  return `(a name of ${name.length} characters)`;
 }
 
 /** Errors outside AssistantError whose message was written to quote nothing personal or secret. */

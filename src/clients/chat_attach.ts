@@ -12,6 +12,7 @@ import {
   formatSize,
   readAttachment,
 } from "./attachments.ts";
+import { oneLine } from "./chat_lines.ts";
 
 /** The words of `/attach`'s arguments: split at spaces, except inside quotes or after a backslash; null for an unclosed quote. */
 export function splitPaths(text: string): string[] | null {
@@ -44,9 +45,11 @@ export function splitPaths(text: string): string[] | null {
   return words;
 }
 
-/** One file as a line shows it: `notes.txt (2.1 KB, text/plain)`. */
+/** One file as a line shows it: `notes.txt (2.1 KB, text/plain)`; a name with control characters or line breaks (any file name may hold them) on one plain line. */
 function described(file: Attached): string {
-  return `${file.name} (${formatSize(file.bytes.length)}, ${file.mime})`;
+  return `${oneLine(file.name)} (${
+    formatSize(file.bytes.length)
+  }, ${file.mime})`;
 }
 
 /** The files waiting for the next question. */
@@ -92,7 +95,8 @@ export class AttachQueue {
         done.push(`attached ${described(file)}`);
       } catch (error) {
         if (!(error instanceof AttachError)) throw error;
-        refused.push(error.message);
+        // The message names the path as typed.
+        refused.push(oneLine(error.message));
       }
     }
     return { done, refused };

@@ -227,12 +227,12 @@ export class Renderer {
     );
   }
 
-  /** Client text (help, usage) in dim lines; each entry's wrapped lines take its indent. */
+  /** Client text (help, usage, files attached) in dim lines; each entry's wrapped lines take its indent. Control characters are dropped: it may name a local file. */
   info(text: string | IndentedLine[]): string {
     const screen = this.#screen;
     const entries = typeof text === "string"
-      ? text.split("\n").map((line) => ({ text: line, indent: "" }))
-      : text;
+      ? sanitize(text).split("\n").map((line) => ({ text: line, indent: "" }))
+      : text.map((entry) => ({ ...entry, text: sanitize(entry.text) }));
     return this.#turn.endSection() +
       screen.lines(
         entries.map(({ text, indent }) => ({

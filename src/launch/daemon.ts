@@ -204,6 +204,7 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     ...(options.fetch ? { fetch: options.fetch } : {}),
     observer: backend,
   });
+  backend.onLost(() => llm.forgetProps());
   const converters = resolveConverters(config, paths.configDir);
   using assistant = new Assistant({
     store,
@@ -213,9 +214,10 @@ export async function serve(options: DaemonOptions = {}): Promise<number> {
     toolKillHelper,
     reading: {
       converts: (mime) => converters.has(mime),
-      convert: (mime, name, bytes) =>
+      convert: (mime, name, bytes, signal) =>
         convert(converters.get(mime)!, name, bytes, {
           seconds: config.tool_timeout,
+          signal,
           helper: toolKillHelper,
         }),
     },

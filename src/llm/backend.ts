@@ -65,6 +65,8 @@ export class BackendWatch implements LookupObserver, Disposable {
   #lastProbe = -Infinity;
   /** Whether llama-server is a router, once a model list or a turn said. */
   #router: boolean | null = null;
+  /** Told when llama-server is found not up. */
+  readonly #lost: (() => void)[] = [];
 
   /** Creates the watch in state `unknown`; `probe()` starts it. */
   constructor(options: BackendWatchOptions) {
@@ -115,6 +117,15 @@ export class BackendWatch implements LookupObserver, Disposable {
       ctx_max: choice.nCtx,
       message: null,
     });
+  }
+
+  /**
+   * Calls `listener` whenever llama-server is found not up (down, loading,
+   * no model): what was learnt of its models (context size, vision) may
+   * not hold when it is back, with other flags under the same model id.
+   */
+  onLost(listener: () => void): void {
+    this.#lost.push(listener);
   }
 
   /** A turn's lookup failed: probe at once to say why (a refused connection is `down` at once). */
@@ -183,6 +194,10 @@ export class BackendWatch implements LookupObserver, Disposable {
       return;
     }
     this.#view = view;
+    if (view.state !== "up") {
+      this.#ctx.clear();
+      for (const listener of this.#lost) listener();
+    }
     log.info("backend", {
       state: view.state,
       ...(view.model !== null ? { model: view.model } : {}),

@@ -6,7 +6,7 @@
 import type { ChatMessage } from "./chat_types.ts";
 import { AssistantError } from "../base/errors.ts";
 import { describeError, log } from "../base/log.ts";
-import { httpError } from "./http_error.ts";
+import { contextOverflow, httpError } from "./http_error.ts";
 import { type Delta, deltaStream } from "./sse_stream.ts";
 
 /** The model a turn uses, as `chooseModel` found it. */
@@ -16,6 +16,12 @@ export interface ModelChoice {
   nCtx: number | null;
   /** Whether it reads pictures (`/props` `modalities.vision`); null when unknown. */
   vision?: boolean | null;
+}
+
+/** How a lookup reads the model. */
+export interface LookupOptions {
+  /** Asks `/props` again rather than trusting what was kept of it: llama-server may have restarted with other flags (`--mmproj`, `-c`) unseen. */
+  fresh?: boolean;
 }
 
 /** Told of every turn's model lookup, so the backend state follows the turns. */
@@ -162,17 +168,33 @@ export class LlmClient {
     this.#observer = options.observer ?? null;
   }
 
-  /** GET /v1/models every call; the never-swap rule; n_ctx from /props (cached per model). */
-  async chooseModel(signal: AbortSignal): Promise<ModelChoice> {
+  /** GET /v1/models every call; the never-swap rule; n_ctx and vision from /props (kept per model until llama-server fails, or `fresh`). */
+  async chooseModel(
+    signal: AbortSignal,
+    options: LookupOptions = {},
+  ): Promise<ModelChoice> {
     let choice: ModelChoice;
     try {
+      if (options.fresh) this.#props.clear();
       choice = await this.#choose(signal);
     } catch (error) {
-      if (!signal.aborted) this.#observer?.failed();
+      if (!signal.aborted) {
+        this.forgetProps();
+        this.#observer?.failed();
+      }
       throw error;
     }
     this.#observer?.chosen(choice);
     return choice;
+  }
+
+  /**
+   * Forgets what `/props` said of every model. A llama-server that went
+   * away may come back with other flags (`--mmproj` added, a smaller `-c`)
+   * under the same model id: the next lookup asks it again.
+   */
+  forgetProps(): void {
+    this.#props.clear();
   }
 
   async #choose(signal: AbortSignal): Promise<ModelChoice> {
@@ -361,7 +383,11 @@ export class LlmClient {
         path: path.split("?")[0],
         status: response.status,
       });
-      throw httpError(response, text, path);
+      const error = httpError(response, text, path);
+      // A server failing (or loading a model again), or holding a context
+      // other than /props said, is not the one the kept props describe.
+      if (response.status >= 500 || contextOverflow(error)) this.forgetProps();
+      throw error;
     }
     return response;
   }
@@ -387,6 +413,7 @@ export class LlmClient {
       return reason;
     }
     if (error instanceof AssistantError) return error;
+    this.forgetProps();
     return new AssistantError(`llama-server unreachable at ${this.#url}`, {
       code: "llama_unreachable",
       cause: error,

@@ -11,7 +11,7 @@ import {
   type Limits,
   type PendingRead,
 } from "./connection.ts";
-import { LineStream } from "../streams/line_stream.ts";
+import { type LineChunk, LineStream } from "../streams/line_stream.ts";
 import { clearSocketPath, removeQuietly } from "./socket_path.ts";
 import { describeError, log } from "../base/log.ts";
 import {
@@ -28,8 +28,10 @@ import { encodeEvent, type Event, refField } from "../protocol/events.ts";
 export interface Brain {
   /** The hello event for a client that just connected. */
   hello(): Event;
-  /** Runs one command; resolves to the answer for the asker (or null). Shared-state events are broadcast by the brain itself through Server.broadcast. */
-  handle(command: Command): Promise<Event | null>;
+  /** Runs one command; resolves to the answer for the asker (or null). Shared-state events are broadcast by the brain itself through Server.broadcast. `gone` aborts once the asker is gone. */
+  handle(command: Command, gone?: AbortSignal): Promise<Event | null>;
+  /** A `stop` is on its way while its client's command runs: ends what that command may wait long for (a file's conversion). The `stop` still runs in its place. */
+  interrupt?(): void;
   /** Resolves when the reply in flight ends, or null when none is: a client that half-closes after its `ask` still gets that reply. */
   replyEnd?(): Promise<void> | null;
 }
@@ -223,11 +225,13 @@ export class Server implements AsyncDisposable {
 
   async #serve(conn: Deno.UnixConn): Promise<void> {
     const id = this.#nextId++;
+    const left = new AbortController();
     const client = new Client(
       id,
       conn,
       this.#limits,
       (gone) => {
+        left.abort();
         this.#open.delete(gone);
         if (this.#clients.delete(gone)) this.#counted();
       },
@@ -258,18 +262,23 @@ export class Server implements AsyncDisposable {
     client.send(encodeEvent(hello));
     log.info("client connected", { client: id, clients: this.#clients.size });
     this.#counted();
-    await Promise.all([client.writeLoop(), this.#readLoop(client)]);
+    await Promise.all([
+      client.writeLoop(),
+      this.#readLoop(client, left.signal),
+    ]);
   }
 
-  async #readLoop(client: Client): Promise<void> {
+  async #readLoop(client: Client, gone: AbortSignal): Promise<void> {
     const pending: PendingRead = { read: null };
     let ownReply: Promise<void> | null = null;
-    const reader = inputOf(client.conn, pending)
-      .pipeThrough(new LineStream({ maxBytes: this.#limits.maxLineBytes }))
-      .getReader();
+    const lines = new Lookahead(
+      inputOf(client.conn, pending)
+        .pipeThrough(new LineStream({ maxBytes: this.#limits.maxLineBytes }))
+        .getReader(),
+    );
     try {
       while (!client.closed) {
-        const next = await reader.read();
+        const next = await lines.read();
         if (next.done) break;
         const chunk = next.value;
         if ("tooLong" in chunk) {
@@ -278,7 +287,10 @@ export class Server implements AsyncDisposable {
         }
         const command = this.#parse(client, chunk.line);
         if (command === null) continue;
-        const answer = await client.whileOpen(this.#run(client, command));
+        const running = this.#run(client, command, gone);
+        const answer = await client.whileOpen(
+          this.#watchForStop(running, lines),
+        );
         if (answer) client.send(encodeEvent(answer));
         if (TURN_COMMANDS.has(command.type) && answer?.type !== "error") {
           ownReply = this.#brain.replyEnd?.() ?? null;
@@ -299,9 +311,27 @@ export class Server implements AsyncDisposable {
         });
       }
     } finally {
-      reader.cancel().catch(() => {});
+      lines.cancel();
       await pending.read;
     }
+  }
+
+  /**
+   * Waits for a command while reading the client's next line: a `stop`
+   * there interrupts what the command waits for (a converter may run for
+   * `tool_timeout`), then waits its turn like any line, so answers and
+   * effects keep the order the commands were sent in.
+   */
+  async #watchForStop<T>(running: Promise<T>, lines: Lookahead): Promise<T> {
+    if (!this.#brain.interrupt) return await running;
+    const ran = running.then(() => null, () => null);
+    // A failed read is met again by the loop's own read, after the answer.
+    const read = lines.peek().catch(() => null);
+    const next = await Promise.race([ran, read]);
+    if (next && !next.done && "line" in next.value && isStop(next.value.line)) {
+      this.#brain.interrupt();
+    }
+    return await running;
   }
 
   #counted(): void {
@@ -343,10 +373,14 @@ export class Server implements AsyncDisposable {
   }
 
   /** Runs a command; an error becomes the asker's answer, with the command's ref. */
-  async #run(client: Client, command: Command): Promise<Event | null> {
+  async #run(
+    client: Client,
+    command: Command,
+    gone: AbortSignal,
+  ): Promise<Event | null> {
     const ref = refField(command.ref);
     try {
-      return await this.#brain.handle(command);
+      return await this.#brain.handle(command, gone);
     } catch (error) {
       // An AssistantError with a code is meant for the client; anything
       // else is a fault, named in the log only.
@@ -368,6 +402,45 @@ export class Server implements AsyncDisposable {
       };
     }
   }
+}
+
+/** A reader of lines that can look at the next one before it is taken. */
+class Lookahead {
+  readonly #reader: ReadableStreamDefaultReader<LineChunk>;
+  #next: Promise<ReadableStreamReadResult<LineChunk>> | null = null;
+
+  constructor(reader: ReadableStreamDefaultReader<LineChunk>) {
+    this.#reader = reader;
+  }
+
+  /** The next line, without taking it. */
+  peek(): Promise<ReadableStreamReadResult<LineChunk>> {
+    return this.#next ??= this.#reader.read();
+  }
+
+  /** Takes the next line. */
+  read(): Promise<ReadableStreamReadResult<LineChunk>> {
+    const next = this.peek();
+    this.#next = null;
+    return next;
+  }
+
+  /** Stops reading. */
+  cancel(): void {
+    this.#reader.cancel().catch(() => {});
+  }
+}
+
+/** Whether a line is a well-formed `stop`. */
+function isStop(line: Uint8Array): boolean {
+  let text: string;
+  try {
+    text = utf8.decode(line);
+  } catch {
+    return false;
+  }
+  const parsed = parseLine(text);
+  return parsed.ok && parsed.command?.type === "stop";
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

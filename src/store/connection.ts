@@ -43,6 +43,7 @@ export function openHistory<T>(
     // Checkpoints are upkeep's (see store.ts), never a commit's.
     db.exec("PRAGMA wal_autocheckpoint = 0");
     migrate(db, path);
+    mergesByUpkeep(db);
     if (file) secureSidecars(path);
     return { db, prepared: prepare(db) };
   } catch (error) {
@@ -53,4 +54,17 @@ export function openHistory<T>(
       { cause: error },
     );
   }
+}
+
+/**
+ * FTS5 merges are upkeep's, never a commit's (see store.ts): automerge off in
+ * each index's config. `turns_fts` has it from its migration; `files_fts`,
+ * made later, gets it here, once (the setting stays in the file).
+ */
+function mergesByUpkeep(db: DatabaseSync): void {
+  const set = db.prepare(
+    "SELECT v FROM files_fts_config WHERE k = 'automerge'",
+  ).get()?.v;
+  if (set === 0) return;
+  db.exec("INSERT INTO files_fts(files_fts, rank) VALUES ('automerge', 0)");
 }

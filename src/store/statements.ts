@@ -33,6 +33,8 @@ export interface Statements {
   dropConversation: StatementSync;
   structure: StatementSync;
   merge: StatementSync;
+  filesStructure: StatementSync;
+  mergeFiles: StatementSync;
   checkpoint: StatementSync;
 }
 
@@ -128,6 +130,12 @@ export function prepareStatements(db: DatabaseSync): Statements {
     structure: db.prepare("SELECT block FROM turns_fts_data WHERE id = 10"),
     merge: db.prepare(
       "INSERT INTO turns_fts(turns_fts, rank) VALUES ('merge', ?)",
+    ),
+    filesStructure: db.prepare(
+      "SELECT block FROM files_fts_data WHERE id = 10",
+    ),
+    mergeFiles: db.prepare(
+      "INSERT INTO files_fts(files_fts, rank) VALUES ('merge', ?)",
     ),
     checkpoint: db.prepare("PRAGMA wal_checkpoint(PASSIVE)"),
   };

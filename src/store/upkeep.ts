@@ -134,13 +134,17 @@ export class Upkeep implements Disposable {
       this.#earnMerging();
       more = true;
     } else if (this.#mergeBudget > 0) {
-      const before = this.#sql.structure.get()?.block;
-      this.#transaction(() => this.#sql.merge.run(MERGE_STEP_PAGES));
-      const after = this.#sql.structure.get()?.block;
+      // Both indexes, the turns' and the files' text: a commit adds a
+      // segment to each it writes.
+      const before = this.#structures();
+      this.#transaction(() => {
+        this.#sql.merge.run(MERGE_STEP_PAGES);
+        this.#sql.mergeFiles.run(MERGE_STEP_PAGES);
+      });
+      const after = this.#structures();
       // The structure record changes exactly when a merge wrote something.
-      this.#mergeBudget = sameBytes(before, after)
-        ? 0
-        : this.#mergeBudget - MERGE_STEP_PAGES;
+      const merged = before.some((block, i) => !sameBytes(block, after[i]));
+      this.#mergeBudget = merged ? this.#mergeBudget - MERGE_STEP_PAGES : 0;
       more = this.#mergeBudget > 0;
     }
     if (this.#uncheckpointed >= CHECKPOINT_COMMITS) {
@@ -182,6 +186,14 @@ export class Upkeep implements Disposable {
     // Upkeep alone never keeps the process alive; the next open resumes it.
     Deno.unrefTimer(timer);
     this.#timer = timer;
+  }
+
+  /** The FTS5 indexes' structure records: their levels and segments. */
+  #structures(): unknown[] {
+    return [
+      this.#sql.structure.get()?.block,
+      this.#sql.filesStructure.get()?.block,
+    ];
   }
 
   /** Grants the merge pages a write earns. */

@@ -6,7 +6,7 @@
  * program is not found is left out, so the default `pdftotext` costs
  * nothing where it is not installed.
  */
-import { AssistantError } from "../base/errors.ts";
+import { AssistantError, loggedName } from "../base/errors.ts";
 import type { Config } from "../base/config.ts";
 import { log } from "../base/log.ts";
 import { boundedRun } from "./bounded_run.ts";
@@ -97,6 +97,7 @@ export async function convert(
   const fail = (why: string, cause?: unknown) =>
     new AssistantError(`${name}: its converter ${why}`, {
       code: "convert_failed",
+      forLog: `${loggedName(name)}: its converter ${why}`,
       ...(cause === undefined ? {} : { cause }),
     });
   const started = performance.now();

@@ -13,6 +13,8 @@ const PNG = await Deno.readFile(
   new URL("../fixtures/files/red.png", import.meta.url),
 );
 const text = (s: string) => new TextEncoder().encode(s);
+/** A signal never aborted: nothing here is stopped. */
+const NEVER = new AbortController().signal;
 
 /** A reading whose converter serves `types` and records what it converted. */
 function converting(types: string[]): Reading & { seen: string[] } {
@@ -31,7 +33,7 @@ async function refused(
   files: Parameters<typeof readFiles>[0],
   reading: Reading = converting([]),
 ): Promise<AssistantError> {
-  const error = await readFiles(files, reading).then(
+  const error = await readFiles(files, reading, NEVER).then(
     () => null,
     (e: unknown) => e,
   );
@@ -40,11 +42,15 @@ async function refused(
 }
 
 Deno.test("text is any type whose bytes are UTF-8 without NUL; a picture must be the picture it claims", async () => {
-  const read = await readFiles([
-    { name: "a.json", mime: "application/json", data: text('{"a":1}') },
-    { name: "b.ts", mime: "application/octet-stream", data: text("let b;") },
-    { name: "red.png", mime: "image/png", data: PNG },
-  ], converting([]));
+  const read = await readFiles(
+    [
+      { name: "a.json", mime: "application/json", data: text('{"a":1}') },
+      { name: "b.ts", mime: "application/octet-stream", data: text("let b;") },
+      { name: "red.png", mime: "image/png", data: PNG },
+    ],
+    converting([]),
+    NEVER,
+  );
   assert.deepEqual(read.map((f) => [f.name, f.kind, f.text, f.bytes]), [
     ["a.json", "text", '{"a":1}', 7],
     ["b.ts", "text", "let b;", 6],
@@ -56,15 +62,36 @@ Deno.test("text is any type whose bytes are UTF-8 without NUL; a picture must be
 
 Deno.test("a type with a converter is converted even when its bytes are text", async () => {
   const reading = converting(["application/pdf", "text/csv"]);
-  const read = await readFiles([
-    { name: "r.pdf", mime: "application/pdf", data: text("%PDF-1.4") },
-    { name: "t.csv", mime: "text/csv", data: text("a,b\n1,2") },
-  ], reading);
+  const read = await readFiles(
+    [
+      { name: "r.pdf", mime: "application/pdf", data: text("%PDF-1.4") },
+      { name: "t.csv", mime: "text/csv", data: text("a,b\n1,2") },
+    ],
+    reading,
+    NEVER,
+  );
   assert.deepEqual(read.map((f) => [f.kind, f.text]), [
     ["converted", "converted r.pdf"],
     ["converted", "converted t.csv"],
   ]);
   assert.deepEqual(reading.seen, ["r.pdf application/pdf", "t.csv text/csv"]);
+});
+
+Deno.test("each conversion is handed the signal that ends it", async () => {
+  const stop = new AbortController();
+  const given: AbortSignal[] = [];
+  await readFiles(
+    [{ name: "r.pdf", mime: "application/pdf", data: text("%PDF-1.4") }],
+    {
+      converts: () => true,
+      convert: (_mime, _name, _bytes, signal) => {
+        given.push(signal);
+        return Promise.resolve("text");
+      },
+    },
+    stop.signal,
+  );
+  assert.deepEqual(given, [stop.signal]);
 });
 
 Deno.test("bytes that are not the picture their type names are refused, even when they are text", async () => {
@@ -85,6 +112,7 @@ Deno.test("bytes that are not the picture their type names are refused, even whe
   const [read] = await readFiles(
     [{ name: "x.jpg", mime: "image/jpeg", data: jpeg }],
     converting([]),
+    NEVER,
   );
   assert.equal(read?.kind, "image");
 });

@@ -9,6 +9,8 @@ import type { Attachment, Event } from "../../src/protocol/protocol.ts";
 import { Brain, type EventOf, isIdle } from "../support/brain.ts";
 import { LocalDaemon } from "../support/assistant_harness.ts";
 import { FakeLlm } from "../support/fake_llm.ts";
+import { running } from "../support/process_tree.ts";
+import { convert, resolveConverters } from "../../src/tools/convert.ts";
 import {
   answerDeltas,
   type Body,
@@ -19,6 +21,9 @@ const PNG = await Deno.readFile(
   new URL("../fixtures/files/red.png", import.meta.url),
 );
 const text = (s: string) => new TextEncoder().encode(s);
+const SLOW_CONVERTER = new URL("../fixtures/convert/slow.sh", import.meta.url)
+  .pathname;
+
 const NOTES: Attachment = {
   name: "notes.txt",
   mime: "text/plain",
@@ -93,6 +98,33 @@ Deno.test("a follow-up question sends the earlier file exactly as it was sent, s
   });
 });
 
+Deno.test("after a switch to a model that reads no pictures, a follow-up sends an earlier picture as a line naming it", async () => {
+  const options = {
+    vision: true,
+    answer: (body: Body) => answerDeltas(body, "Noted."),
+  };
+  await using brain = await Brain.start({ llm: new ScriptedModel(options) });
+  await brain.send({ type: "ask", text: "Look", files: [PICTURE] });
+  await brain.until(isIdle);
+  options.vision = false;
+  await brain.ask("And the sky?");
+  const earlier = brain.llm.bodies[1]!.messages.find((m) =>
+    m.role === "user" && contentText(m.content as never).includes("Look")
+  );
+  assert.equal(typeof earlier?.content, "string", "no image_url part");
+  assert.match(
+    earlier!.content as string,
+    /\n\n\[picture red\.png: the model in use does not read pictures\]$/,
+  );
+  // A new question with a picture is still refused: it is about the picture.
+  const error = await refusal(brain, {
+    type: "ask",
+    text: "And this one?",
+    files: [PICTURE],
+  });
+  assert.equal(error.code, "no_vision");
+});
+
 Deno.test("a picture for a model that reads none is refused before any request: no turn, nothing stored", async () => {
   await using brain = await Brain.start({ llm: model({ vision: false }) });
   const error = await refusal(brain, {
@@ -113,19 +145,39 @@ Deno.test("a picture for a model that reads none is refused before any request: 
   assert.equal(brain.llm.bodies.length, 1);
 });
 
+/** A reading whose `application/pdf` converter is `argv`, run as the daemon runs one (the bounded runner, its time limit and kill). */
+function convertingWith(argv: string[], seconds = 10) {
+  const converters = resolveConverters(
+    { convert: { "application/pdf": argv } },
+    Deno.cwd(),
+  );
+  return {
+    converts: (mime: string) => converters.has(mime),
+    convert: (
+      mime: string,
+      name: string,
+      bytes: Uint8Array,
+      signal: AbortSignal,
+    ) =>
+      convert(converters.get(mime)!, name, bytes, {
+        seconds,
+        signal,
+        helper: null,
+      }),
+  };
+}
+
+const PDF: Attachment = {
+  name: "r.pdf",
+  mime: "application/pdf",
+  data: text("%PDF"),
+};
+
 Deno.test("a file that cannot be read, or a converter that fails, is refused with nothing stored and no turn", async () => {
   await using brain = await Brain.start({
     llm: model(),
     assistant: {
-      reading: {
-        converts: (mime) => mime === "application/pdf",
-        convert: (_mime, name) =>
-          Promise.reject(
-            Object.assign(new Error(`${name}: its converter failed`), {
-              code: "convert_failed",
-            }),
-          ),
-      },
+      reading: convertingWith(["sh", "-c", "cat >/dev/null; exit 3"]),
     },
   });
   const binary: Attachment = {
@@ -137,18 +189,49 @@ Deno.test("a file that cannot be read, or a converter that fails, is refused wit
     (await refusal(brain, { type: "ask", text: "?", files: [binary] })).code,
     "bad_file",
   );
-  const pdf: Attachment = {
-    name: "r.pdf",
-    mime: "application/pdf",
-    data: text("%PDF"),
-  };
-  assert.match(
-    (await refusal(brain, { type: "ask", text: "?", files: [pdf] })).message,
-    /r\.pdf: its converter failed/,
+  const failed = await refusal(brain, { type: "ask", text: "?", files: [PDF] });
+  assert.equal(failed.code, "convert_failed");
+  assert.equal(
+    failed.message,
+    "r.pdf: its converter failed with exit status 3",
   );
   assert.deepEqual(brain.events, []);
   assert.deepEqual(brain.llm.bodies, []);
   assert.deepEqual(brain.store.list(), []);
+});
+
+Deno.test("a converter still running ends when its asker is gone, or at stop: convert_failed, its process killed", async () => {
+  const fifos = await Deno.makeTempDir({ prefix: "da-fifo-" });
+  try {
+    const fifo = `${fifos}/pid`;
+    assert.ok(
+      (await new Deno.Command("mkfifo", { args: [fifo] }).output())
+        .success,
+    );
+    await using brain = await Brain.start({
+      llm: model(),
+      assistant: { reading: convertingWith([SLOW_CONVERTER, fifo], 600) },
+    });
+    const ask = { type: "ask" as const, text: "?", files: [PDF] };
+    const gone = new AbortController();
+    const asked = brain.assistant.handle(ask, gone.signal).catch((e) => e);
+    let pid = Number((await Deno.readTextFile(fifo)).trim());
+    gone.abort();
+    const left = await asked as Error & { code?: string };
+    assert.equal(left.code, "convert_failed");
+    assert.equal(left.message, "r.pdf: its converter was stopped");
+    assert.equal(running(pid), false);
+
+    const stopped = brain.send(ask).catch((e) => e);
+    pid = Number((await Deno.readTextFile(fifo)).trim());
+    await brain.send({ type: "stop" });
+    assert.equal((await stopped as { code?: string }).code, "convert_failed");
+    assert.equal(running(pid), false);
+    assert.deepEqual(brain.events, []);
+    assert.deepEqual(brain.llm.bodies, []);
+  } finally {
+    await Deno.remove(fifos, { recursive: true });
+  }
 });
 
 Deno.test("blank text with files is asked; retry sends the files again; edit keeps them, or drops them with files []", async () => {
@@ -290,6 +373,31 @@ Deno.test("a question whose file does not fit the context even alone names the f
   assert.deepEqual(brain.store.list(), []);
 });
 
+Deno.test("the log of a question too long names no file: its code, and the name's length only", async () => {
+  const big: Attachment = {
+    name: "merger-plans-acme.log",
+    mime: "text/plain",
+    data: text("line of a long log file\n".repeat(2000)),
+  };
+  await using brain = await Brain.start({
+    llm: new ScriptedModel({
+      nCtx: 2048,
+      answer: (body) => answerDeltas(body, "x"),
+    }),
+  });
+  await brain.send({ type: "ask", text: "Summarise", files: [big] });
+  const [error] = ofType(await brain.until(isIdle), "error");
+  assert.match(
+    error?.message ?? "",
+    /merger-plans-acme\.log/,
+    "the client is told",
+  );
+  await brain.waitForLog(/reply failed/);
+  assert.match(brain.log, /reply failed code=question_too_long /);
+  assert.match(brain.log, /a name of 21 characters/);
+  assert.doesNotMatch(brain.log, /merger|acme/);
+});
+
 Deno.test("against the fake llama-server: a model without --mmproj is refused a picture before any chat request; one with it reads it", async () => {
   for (const vision of [false, true]) {
     await using llm = await FakeLlm.start({
@@ -321,4 +429,28 @@ Deno.test("against the fake llama-server: a model without --mmproj is refused a 
       }[];
     assert.deepEqual(parts.map((p) => p.type), ["text", "image_url"]);
   }
+});
+
+Deno.test("against the fake llama-server: after no_vision, a server given --mmproj reads the picture without a daemon restart", async () => {
+  await using llm = await FakeLlm.start({
+    models: [{ id: "/srv/models/tiny.gguf", vision: false }],
+  });
+  await using daemon = await LocalDaemon.start({ llmUrl: llm.url });
+  await using client = await daemon.connect();
+  await client.next("hello");
+  const ask = {
+    type: "ask" as const,
+    text: "What is this?",
+    files: [{ name: "red.png", mime: "image/png", data: PNG.toBase64() }],
+  };
+  await client.send({ ...ask, ref: "before" });
+  assert.equal((await client.next("error")).code, "no_vision");
+  // Restarted with its --mmproj between two questions, unseen by the daemon.
+  llm.setModels([{ id: "/srv/models/tiny.gguf", vision: true }]);
+  await client.send({ ...ask, ref: "after" });
+  const events = await client.until((e) =>
+    e.type === "state" && e.state === "idle"
+  );
+  assert.equal(events.some((e) => e.type === "error"), false);
+  assert.equal(llm.chats.length, 1);
 });

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { AssistantError, withSafeMessage } from "../../src/base/errors.ts";
+import {
+  AssistantError,
+  loggedName,
+  withSafeMessage,
+} from "../../src/base/errors.ts";
 import { describeError } from "../../src/base/log.ts";
 
 Deno.test("what llama-server said is left out of the log by its length", () => {
@@ -26,6 +30,19 @@ Deno.test("what llama-server said is left out of the log by its length", () => {
   assert.equal(
     new AssistantError("no model loaded").loggable,
     "no model loaded",
+  );
+});
+
+Deno.test("a file's name in an error's message is told to the client and left out of the log by its length", () => {
+  const name = "divorce papers.pdf";
+  const error = new AssistantError(`${name}: its converter was stopped`, {
+    code: "convert_failed",
+    forLog: `${loggedName(name)}: its converter was stopped`,
+  });
+  assert.equal(error.message, "divorce papers.pdf: its converter was stopped");
+  assert.equal(
+    describeError(error),
+    "AssistantError: (a name of 18 characters): its converter was stopped",
   );
 });
 

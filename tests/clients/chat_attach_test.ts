@@ -162,3 +162,27 @@ Deno.test("a file's type comes from its name, a picture's from its bytes", () =>
   assert.equal(mimeOf("renamed.jpg", PNG_1PX), "image/png");
   assert.equal(mimeOf("no-extension", PNG_1PX), "image/png");
 });
+
+Deno.test("a file name with an escape sequence and a line break is shown on one line, without the escape", async () => {
+  await using home = await tempHome();
+  const name = "evil\x1b[2J\nname.txt";
+  await Deno.writeTextFile(join(home.path, name), "fine\n");
+  const { chat, sent, screen } = session({
+    editor: true,
+    files: { cwd: home.path, home: null },
+  });
+  chat.submit(`/attach "${name}" "gone\x1b]0;x\x07\n.txt"`);
+  await chat.whenReady();
+  chat.submit("/attach");
+  const shown = screen();
+  // The prompt's own sequences aside, none of the names' reaches the terminal.
+  for (const sequence of ["\x1b[2J", "\x1b]0;", "\x07"]) {
+    assert.equal(shown.includes(sequence), false, JSON.stringify(sequence));
+  }
+  assert.match(shown, /attached evil\[2J name\.txt \(5 bytes, text\/plain\)\n/);
+  assert.match(shown, /for the next question: evil\[2J name\.txt \(5 bytes/);
+  assert.match(shown, /error: cannot read gone\]0;x \.txt: no such file\n/);
+  chat.submit("Read it");
+  // The daemon is sent the name as it is: it is shown, never a path there.
+  assert.deepEqual(carried(sent.at(-1)), [[name, "text/plain", 5]]);
+});

@@ -477,3 +477,15 @@ Deno.test("the meter says how many earlier turns the summary covers", () => {
     "",
   );
 });
+
+Deno.test("info drops control characters: what it says may name a local file", () => {
+  const renderer = new Renderer({ colors: false, think: true });
+  assert.equal(
+    renderer.info("attached a\x1b[31mb.txt (1 byte, text/plain)"),
+    "attached a[31mb.txt (1 byte, text/plain)\n",
+  );
+  assert.equal(
+    renderer.info([{ text: "x\x1b]0;title\x07y", indent: "" }]),
+    "x]0;titley\n",
+  );
+});

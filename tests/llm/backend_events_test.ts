@@ -11,6 +11,10 @@ import { FakeLlm, reply } from "../support/fake_llm.ts";
 import { SINGLE_ID } from "../support/fake_llm_models.ts";
 import { isIdle, SocketClient } from "../support/socket_client.ts";
 
+const RED_PNG = (await Deno.readFile(
+  new URL("../fixtures/files/red.png", import.meta.url),
+)).toBase64();
+
 /** A client that fails a wait longer than `ms`. */
 function connect(daemon: Daemon, ms = 10_000): Promise<SocketClient> {
   return SocketClient.connect(daemon.paths.socketPath, { timeoutMs: ms });
@@ -60,6 +64,36 @@ Deno.test("hello carries the backend; every client hears down within backend_pol
   // A client that connects now is greeted with the same.
   await using third = await connect(daemon);
   assert.deepEqual((await third.next("hello")).backend, up);
+});
+
+Deno.test("llama-server restarted with a smaller context while the daemon watches: the next question is planned for the new one", async () => {
+  await using llm = await FakeLlm.start({
+    models: [{ id: SINGLE_ID, nCtx: 8192 }],
+  });
+  await using daemon = await Daemon.start({
+    llmUrl: llm.url,
+    config: "backend_poll = 0.2\n",
+  });
+  await using client = await connect(daemon);
+  await client.next("hello");
+  // A picture refused (no --mmproj) has the model looked up, and no request
+  // after it that could fail while the server is away.
+  await client.send({
+    type: "ask",
+    text: "Before",
+    files: [{ name: "red.png", mime: "image/png", data: RED_PNG }],
+  });
+  assert.equal((await client.next("error")).code, "no_vision");
+
+  await llm.stop();
+  await client.until((e) => e.type === "backend" && e.state === "down");
+  llm.setModels([{ id: SINGLE_ID, nCtx: 2048 }]);
+  await llm.restart();
+  await client.until((e) => e.type === "backend" && e.state === "up");
+  await client.send({ type: "ask", text: "After" });
+  const after = await client.until((e) => e.type === "ctx");
+  assert.equal(after.at(-1)?.type === "ctx" && after.at(-1)?.max, 2048);
+  await client.until(isIdle);
 });
 
 Deno.test("/health answering 503 Loading model is loading, then up once loaded", async () => {

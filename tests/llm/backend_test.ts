@@ -199,6 +199,40 @@ Deno.test("a turn's lookup updates the state: found is up, failed is probed at o
   assert.deepEqual(w.events.map((e) => e.state), ["up", "down", "up"]);
 });
 
+Deno.test("llama-server found down is lost: its listeners forget what /props said, and the probe what the turns measured", async () => {
+  await using llm = await FakeLlm.start({ models: [{ id: "m", nCtx: 8192 }] });
+  const w = watch(llm);
+  using _watch = w.watch;
+  const client = new LlmClient({
+    url: llm.url,
+    stallMs: TIMEOUT_MS,
+    observer: w.watch,
+  });
+  let lost = 0;
+  w.watch.onLost(() => {
+    lost++;
+    client.forgetProps();
+  });
+  const before = await client.chooseModel(AbortSignal.timeout(TIMEOUT_MS));
+  assert.deepEqual([before.nCtx, before.vision], [8192, false]);
+  await llm.stop();
+  await w.watch.probe();
+  assert.equal(w.watch.view.state, "down");
+  assert.equal(lost, 1);
+  // Back with a smaller context and --mmproj, between two lookups.
+  llm.setModels([{ id: "m", nCtx: 2048, vision: true }]);
+  await llm.restart();
+  await w.watch.probe();
+  assert.deepEqual(w.events.map((e) => [e.state, e.ctx_max]), [
+    ["up", 8192],
+    ["down", null],
+    ["up", 2048],
+  ]);
+  const after = await client.chooseModel(AbortSignal.timeout(TIMEOUT_MS));
+  assert.deepEqual([after.nCtx, after.vision], [2048, true]);
+  assert.equal(lost, 1, "up again is no loss");
+});
+
 Deno.test("a probe that started before a turn's lookup never overwrites what the lookup found", async () => {
   await using llm = await FakeLlm.start();
   const release = Promise.withResolvers<void>();

@@ -574,6 +574,46 @@ Deno.test("a model reads pictures when /props says so in modalities; unknown whe
   assert.equal((await client(llm).chooseModel(signal)).vision, null);
 });
 
+Deno.test("a lookup asked fresh reads /props again: a server restarted with --mmproj reads pictures", async () => {
+  await using llm = await FakeLlm.start({ models: [{ id: "m", nCtx: 4096 }] });
+  const llmClient = client(llm);
+  const signal = new AbortController().signal;
+  assert.equal((await llmClient.chooseModel(signal)).vision, false);
+  llm.setModels([{ id: "m", nCtx: 4096, vision: true }]);
+  assert.equal((await llmClient.chooseModel(signal)).vision, false, "kept");
+  assert.equal(
+    (await llmClient.chooseModel(signal, { fresh: true })).vision,
+    true,
+  );
+});
+
+Deno.test("a lookup that finds llama-server gone forgets /props: back with a smaller context and --mmproj, both are read again", async () => {
+  await using llm = await FakeLlm.start({ models: [{ id: "m", nCtx: 8192 }] });
+  const llmClient = client(llm);
+  const signal = new AbortController().signal;
+  const before = await llmClient.chooseModel(signal);
+  assert.deepEqual([before.nCtx, before.vision], [8192, false]);
+  await llm.stop();
+  await assert.rejects(llmClient.chooseModel(signal), {
+    code: "llama_unreachable",
+  });
+  llm.setModels([{ id: "m", nCtx: 2048, vision: true }]);
+  await llm.restart();
+  const after = await llmClient.chooseModel(signal);
+  assert.deepEqual([after.nCtx, after.vision], [2048, true]);
+});
+
+Deno.test("forgetProps: the next lookup asks /props again", async () => {
+  await using llm = await FakeLlm.start({ models: [{ id: "m", nCtx: 8192 }] });
+  const llmClient = client(llm);
+  const signal = new AbortController().signal;
+  await llmClient.chooseModel(signal);
+  llm.setModels([{ id: "m", nCtx: 2048 }]);
+  assert.equal((await llmClient.chooseModel(signal)).nCtx, 8192, "kept");
+  llmClient.forgetProps();
+  assert.equal((await llmClient.chooseModel(signal)).nCtx, 2048);
+});
+
 Deno.test("router: no request ever names a model that is not loaded", async () => {
   await using llm = await FakeLlm.start({
     mode: "router",

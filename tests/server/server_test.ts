@@ -12,6 +12,7 @@ import {
   type ServerOptions,
 } from "../../src/server/server.ts";
 import { SocketClient } from "../support/socket_client.ts";
+import { within } from "../support/client_harness.ts";
 
 const encoder = new TextEncoder();
 
@@ -25,6 +26,17 @@ class ScriptedBrain implements Brain {
   slowStarted = Promise.withResolvers<void>();
   /** Runs in the microtask after a hello is made: before a byte of it can be written. */
   afterHello: (() => void) | null = null;
+  /** Times a `stop` behind a running command interrupted it. */
+  interrupts = 0;
+  /** Searches for "held" wait until their asker is gone. */
+  heldStarted = Promise.withResolvers<void>();
+  heldGone = Promise.withResolvers<void>();
+
+  interrupt(): void {
+    this.interrupts++;
+    // What a stop ends: the slow search, as a converter would end.
+    this.gate.resolve();
+  }
 
   hello(): Event {
     const after = this.afterHello;
@@ -44,7 +56,7 @@ class ScriptedBrain implements Brain {
     };
   }
 
-  async handle(command: Command): Promise<Event | null> {
+  async handle(command: Command, gone?: AbortSignal): Promise<Event | null> {
     this.commands.push(command);
     switch (command.type) {
       case "ping":
@@ -68,6 +80,14 @@ class ScriptedBrain implements Brain {
         if (command.q === "slow") {
           this.slowStarted.resolve();
           await this.gate.promise;
+        }
+        if (command.q === "held") {
+          this.heldStarted.resolve();
+          if (!gone) throw new Error("no signal of the asker gone");
+          await new Promise((resolve) =>
+            gone.addEventListener("abort", resolve, { once: true })
+          );
+          this.heldGone.resolve();
         }
         return {
           type: "results",
@@ -347,6 +367,46 @@ Deno.test("answers come back in command order when the first one is slow", async
   assert.equal((await slow.next("results")).items[0]?.title, "slow");
   await slow.next("pong");
   await slow.next("conversations");
+  assert.equal(t.brain.interrupts, 0, "no stop, no interrupt");
+});
+
+Deno.test("a stop behind its client's command still running interrupts it at once, then runs in its place", async () => {
+  await using t = await setup();
+  await using client = await t.connect();
+  await client.sendRaw(
+    '{"type":"search","q":"slow"}\n{"type":"stop"}\n{"type":"ping"}\n',
+  );
+  // The search waits for what only the interrupt releases.
+  assert.equal((await client.next("results")).items[0]?.title, "slow");
+  await client.next("pong");
+  assert.equal(t.brain.interrupts, 1);
+  assert.deepEqual(t.brain.commands.map((c) => c.type), [
+    "search",
+    "stop",
+    "ping",
+  ]);
+});
+
+Deno.test("a command learns that its client is gone: dropped while it runs", async () => {
+  await using t = await setup({ stallMs: 100 });
+  await using _other = await t.connect();
+  const conn = await Deno.connect({ transport: "unix", path: t.path });
+  try {
+    await conn.write(encoder.encode('{"type":"search","q":"held"}\n'));
+    await t.brain.heldStarted.promise;
+    // The client reads nothing: a few large events and it is dropped.
+    const big = "x".repeat(1024 * 1024);
+    for (let i = 0; i < 8; i++) {
+      t.server.broadcast({ type: "token", delta: big });
+    }
+    await t.logs.waitFor(/client dropped client=2\b/);
+    await within(
+      t.brain.heldGone.promise,
+      "the command told its client is gone",
+    );
+  } finally {
+    conn.close();
+  }
 });
 
 Deno.test("two clients: broadcasts reach both, answers only the asker, a newcomer gets hello first", async () => {

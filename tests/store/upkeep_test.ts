@@ -21,6 +21,11 @@ function segments(db: DatabaseSync): number {
   return count(db, "SELECT count(DISTINCT segid) AS n FROM turns_fts_idx");
 }
 
+/** FTS5 index segments of the files' text. */
+function fileSegments(db: DatabaseSync): number {
+  return count(db, "SELECT count(DISTINCT segid) AS n FROM files_fts_idx");
+}
+
 Deno.test("store: a deleted conversation is never found, before or after upkeep removes its rows", () => {
   const dir = Deno.makeTempDirSync();
   try {
@@ -288,6 +293,52 @@ Deno.test("store: FTS5 automerge is off and upkeep keeps the index segments few"
     assert.ok(most <= 10, `${most} segments at most`);
     assert.deepEqual(store.integrityCheck(), []);
     assert.equal(store.search("words").length, 50);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("store: the files' index merges in upkeep too, never inside a commit", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const path = join(dir, "history.db");
+    using store = new Store(path, { now: clock() });
+    assert.equal(
+      peek(
+        path,
+        (db) =>
+          db.prepare("SELECT v FROM files_fts_config WHERE k = 'automerge'")
+            .get()
+            ?.v,
+      ),
+      0,
+    );
+    const noted = (i: number) => ({
+      ...turn(`question ${i}`, `reply ${i}`),
+      files: [{
+        name: `notes ${i}.txt`,
+        mime: "text/plain",
+        bytes: 20,
+        kind: "text" as const,
+        text: `walrus notes number ${i}`,
+        data: null,
+      }],
+    });
+    // Without upkeep each commit leaves a segment of its own.
+    for (let i = 0; i < 12; i++) store.saveTurn(null, noted(i));
+    assert.equal(peek(path, fileSegments), 12);
+    settle(store);
+    assert.ok(peek(path, fileSegments) <= 4, `${peek(path, fileSegments)}`);
+
+    let most = 0;
+    for (let i = 0; i < 300; i++) {
+      store.saveTurn(null, noted(i));
+      settle(store);
+      most = Math.max(most, peek(path, fileSegments));
+    }
+    assert.ok(most <= 10, `${most} segments at most`);
+    assert.deepEqual(store.integrityCheck(), []);
+    assert.equal(store.search("walrus").length, 50);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

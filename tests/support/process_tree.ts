@@ -34,3 +34,13 @@ export function descendants(root: number): number[] {
 export function argvOf(pid: number): string[] {
   return Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0").slice(0, -1);
 }
+
+/** Whether a process runs (a zombie, killed but not yet reaped, does not). */
+export function running(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat[stat.lastIndexOf(")") + 2] !== "Z";
+  } catch {
+    return false;
+  }
+}

@@ -198,6 +198,21 @@ Deno.test("a picture is drawn at most 1,536 px on its longest side, and goes as 
   assert.equal(jpegName(".hidden"), ".hidden.jpg");
 });
 
+Deno.test("a redrawn picture's name stays within the 255 characters the daemon takes, never cut inside a character", () => {
+  const long = jpegName(`${"x".repeat(255)}`);
+  assert.equal(long.length, 255);
+  assert.equal(long, `${"x".repeat(251)}.jpg`);
+  // A short extension made .jpg would pass the limit by one.
+  assert.equal(jpegName(`${"y".repeat(252)}.pn`), `${"y".repeat(251)}.jpg`);
+  // An emoji (two UTF-16 units) where the cut falls goes whole.
+  const emoji = jpegName(`${"z".repeat(250)}😀😀.webp`);
+  assert.equal(emoji, `${"z".repeat(250)}.jpg`);
+  assert.equal(
+    jpegName(`${"w".repeat(249)}😀.png`),
+    `${"w".repeat(249)}😀.jpg`,
+  );
+});
+
 Deno.test("sizes, types and base64 as the page sends and shows them", () => {
   assert.equal(sizeText(1), "1 byte");
   assert.equal(sizeText(812), "812 bytes");

@@ -16,6 +16,7 @@ import {
   filesOnDisk,
   newConversation,
   pick,
+  RED_PNG,
   RED_VIEW,
   SIZES,
   text,
@@ -193,5 +194,47 @@ pageTest(
         assert.deepEqual(low, [], `${theme} at ${size.name} wide`);
       }
     }
+  },
+);
+
+pageTest(
+  "a picture file past 32 MiB is never decoded: it is left unread, too large as any file no line can carry; a small one is",
+  async () => {
+    await using s = await stack({});
+    const found = await s.page.evaluate(`(async () => {
+      const { prepare, DECODE_AT_MOST } = await import("./pictures.js");
+      const decode = globalThis.createImageBitmap;
+      let decoded = 0;
+      globalThis.createImageBitmap = (...args) => {
+        decoded++;
+        return decode(...args);
+      };
+      try {
+        const huge = await prepare(new File(
+          [new Uint8Array(DECODE_AT_MOST + 1)],
+          "huge.png",
+          { type: "image/png" },
+        ));
+        const hugeDecoded = decoded;
+        const red = Uint8Array.from(atob("${
+      base64(RED_PNG)
+    }"), (c) => c.charCodeAt(0));
+        const small = await prepare(new File([red], "red.png", { type: "image/png" }));
+        return {
+          huge: { name: huge.name, bytes: huge.bytes, data: huge.data },
+          hugeDecoded,
+          small: { name: small.name, width: small.width, sent: small.data !== null },
+          decoded,
+        };
+      } finally {
+        globalThis.createImageBitmap = decode;
+      }
+    })()`);
+    assert.deepEqual(found, {
+      huge: { name: "huge.png", bytes: 32 * 1024 * 1024 + 1, data: null },
+      hugeDecoded: 0,
+      small: { name: "red.png", width: 4, sent: true },
+      decoded: 1,
+    });
   },
 );
