@@ -5,7 +5,7 @@
  */
 import { TomlDate, type TomlError } from "smol-toml";
 import type { z } from "zod";
-import type { Shown } from "./config_schema.ts";
+import { httpUrl, type Shown } from "./config_schema.ts";
 import { withSafeMessage } from "./errors.ts";
 import { tomlFault } from "./config_hints.ts";
 
@@ -118,13 +118,8 @@ function describeRefused(value: unknown, shown: Shown): string {
 
 /** An http(s) URL with "…" for its userinfo, query and fragment; undefined for anything else. */
 function urlWithoutSecrets(text: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  const url = httpUrl(text);
+  if (url === undefined) return undefined;
   const userinfo = url.username !== "" || url.password !== "" ? "…@" : "";
   return `${url.protocol}//${userinfo}${url.host}${url.pathname}${
     url.search === "" ? "" : "?…"

@@ -68,15 +68,23 @@ function field<S extends z.ZodType>(
 
 const seconds = () => z.number().gt(0).lte(MAX_SECONDS);
 
-/** The URL as `scheme://host[:port]`, or undefined when it is no base URL. */
-function baseUrl(text: string): string | undefined {
+/** The text as an http(s) URL; undefined when it is none. */
+export function httpUrl(text: string): URL | undefined {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
     return undefined;
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  return url.protocol === "http:" || url.protocol === "https:"
+    ? url
+    : undefined;
+}
+
+/** The URL as `scheme://host[:port]`, or undefined when it is no base URL. */
+function baseUrl(text: string): string | undefined {
+  const url = httpUrl(text);
+  if (url === undefined) return undefined;
   if (url.pathname !== "/" || url.search !== "" || url.hash !== "") {
     return undefined;
   }
