@@ -27,7 +27,11 @@ import { type HeldTurn, pictureOf, sendable } from "./held_turn.ts";
 /** A turn as a conversation holds it. */
 export type { HeldTurn } from "./held_turn.ts";
 import { planRequest, type Question } from "./request_plan.ts";
-import { type MemoryBlock, NO_MEMORIES } from "./memory.ts";
+import {
+  ConversationMemory,
+  type MemorySource,
+} from "./conversation_memory.ts";
+import { NO_MEMORIES } from "./memory.ts";
 
 import {
   planSummary,
@@ -50,13 +54,7 @@ export interface ConversationDeps {
 }
 
 /** Where a conversation takes the memories its requests carry. */
-export interface MemorySource {
-  block(count: (text: string) => Promise<number>): Promise<MemoryBlock>;
-  count(): number;
-  readonly on: boolean;
-  /** Names the saved turn memories kept while it ran came from. */
-  sourced(ids: readonly number[], source: { id: number; turn: number }): void;
-}
+export type { MemorySource } from "./conversation_memory.ts";
 
 /** What the last finished turn's last request leaves the next one and the summary. */
 interface LastRequest {
@@ -104,17 +102,7 @@ export class Conversation {
   #summaryFailedAt: number | null = null;
   #last: LastRequest | null = null;
   #deleted = false;
-  /**
-   * The memories its requests carry: taken once, at its first request (a
-   * saved one's were kept with it at its first save), then kept for its
-   * life, so its prefix never changes. The promise itself is kept, so turns
-   * that overlap share one block and a stopped one never replaces it.
-   */
-  #memory: Promise<MemoryBlock> | null = null;
-  /** That block once taken: what its first save keeps. */
-  #memoryTaken: MemoryBlock | null = null;
-  /** Memories the model's `remember` kept during the turn in flight: their source is that turn, named once it is saved. */
-  #remembered: number[] = [];
+  readonly #memory: ConversationMemory;
 
   /** A conversation as the history holds it; `opened` null: a new one, not saved yet. */
   constructor(
@@ -136,7 +124,10 @@ export class Conversation {
       ? { ...opened.summary, carrier: null }
       : null;
     // Saved before blocks were kept: it carries none, as it may have sent.
-    if (opened) this.#keepMemory(opened.memory ?? NO_MEMORIES);
+    this.#memory = new ConversationMemory(
+      deps.memories,
+      opened ? opened.memory ?? NO_MEMORIES : null,
+    );
   }
 
   /** Its id in the history file; null until its first turn is saved (always, for a private one). */
@@ -162,14 +153,12 @@ export class Conversation {
 
   /** How many memories its requests carry (before its first request: how many there are). */
   get memories(): number {
-    const memories = this.#deps.memories;
-    if (this.#memoryTaken) return this.#memoryTaken.count;
-    return memories?.on ? memories.count() : 0;
+    return this.#memory.count;
   }
 
   /** A memory the model's `remember` kept during the turn in flight: its source is named once that turn is saved. */
   remembered(memory: number): void {
-    this.#remembered.push(memory);
+    this.#memory.remembered(memory);
   }
 
   /** The model its last request used, in this run; null before one. */
@@ -208,8 +197,15 @@ export class Conversation {
   /** The request for a question, planned within the model's context. */
   async plan(question: Question): Promise<ContextPlan> {
     // A turn stopped before it was saved leaves its memories without a source.
-    this.#remembered = [];
-    const memory = await this.#takeMemory(question);
+    this.#memory.turnStarts();
+    const memory = await this.#memory.take(async (text) =>
+      (await this.#deps.ledger.count(
+        question.model.id,
+        text,
+        question.tokenize,
+        question.signal,
+      )).tokens
+    );
     const held = question.replaces ? this.#turns.slice(0, -1) : this.#turns;
     // A summary made before the rule held may cover the turn a retry
     // replaces: such a request goes without it.
@@ -227,51 +223,6 @@ export class Conversation {
       failedAt: this.#summaryFailedAt,
       memories: memory.text,
     });
-  }
-
-  #takeMemory(question: Question): Promise<MemoryBlock> {
-    if (this.#memory) return this.#memory;
-    const { ledger, memories } = this.#deps;
-    if (!memories) return this.#keepMemory(NO_MEMORIES);
-    const taking = memories.block(async (text) =>
-      (await ledger.count(
-        question.model.id,
-        text,
-        question.tokenize,
-        question.signal,
-      )).tokens
-    ).then((block) => {
-      this.#memoryTaken = block;
-      return block;
-    }, (error) => {
-      // Nothing was sent with it: the next request takes it again.
-      this.#memory = null;
-      throw error;
-    });
-    this.#memory = taking;
-    return taking;
-  }
-
-  #keepMemory(block: MemoryBlock): Promise<MemoryBlock> {
-    this.#memoryTaken = block;
-    this.#memory = Promise.resolve(block);
-    return this.#memory;
-  }
-
-  /** The memories the turn just saved as the conversation's `turn`-th kept while it ran: that turn is their source. */
-  #sourceRemembered(turn: number): void {
-    const ids = this.#remembered;
-    this.#remembered = [];
-    if (ids.length === 0 || this.#id === null || this.private) return;
-    try {
-      this.#deps.memories?.sourced(ids, { id: this.#id, turn });
-    } catch (error) {
-      log.warn("memory source not kept", {
-        conv: this.#id,
-        memories: ids.length,
-        error: describeError(error),
-      });
-    }
   }
 
   /**
@@ -295,7 +246,7 @@ export class Conversation {
           title = store.replaceLastTurn(this.#id, stored);
         } else {
           this.#id = store.saveTurn(this.#id, stored, {
-            memory: this.#memoryTaken ?? NO_MEMORIES,
+            memory: this.#memory.taken ?? NO_MEMORIES,
           });
         }
       } catch (error) {
@@ -340,7 +291,9 @@ export class Conversation {
         this.#deps.store.setSummary(this.#id, null);
       }
     }
-    this.#sourceRemembered(this.#turns.length - 1);
+    if (this.#id !== null && !this.private) {
+      this.#memory.saved(this.#id, this.#turns.length - 1);
+    }
     const final = turn.messages.at(-1);
     this.#last = {
       start: plan.start,
