@@ -175,3 +175,36 @@ Deno.test("Markdown: a question stays quoted whatever its line ends", () => {
     ["heading", "paragraph", "heading", "blockquote", "paragraph"],
   );
 });
+
+Deno.test("Markdown: a turn's picture by its name and type, a file's text in a fence it cannot close", () => {
+  const text = exportMarkdown({
+    ...RECORD,
+    turns: [{
+      user: "What are these?",
+      reply: "A dot and notes.",
+      tools: [],
+      at: 1_800_000_000,
+      attached: [
+        {
+          name: "dot.png",
+          mime: "image/png",
+          bytes: 68,
+          kind: "image",
+          text: null,
+          data: null,
+        },
+        {
+          name: "notes.md",
+          mime: "text/markdown",
+          bytes: 17,
+          kind: "text",
+          text: "```\ncode\n```",
+          data: null,
+        },
+      ],
+    }],
+  });
+  assert.match(text, /\n\*Picture: dot\.png \(image\/png\)\*\n/);
+  assert.match(text, /\n\*File: notes\.md\*\n\n````\n```\ncode\n```\n````\n/);
+  assert.ok(!text.includes("iVBOR"), "no picture bytes");
+});

@@ -350,11 +350,16 @@ Deno.test("a client that connects mid-reply is shown the question's files in hel
   await brain.until(isIdle);
 });
 
-Deno.test("a question whose file does not fit the context even alone names the file and its size", async () => {
+Deno.test("a question whose files do not fit the context even alone names the largest and its size", async () => {
   const big: Attachment = {
     name: "huge.log",
     mime: "text/plain",
     data: text("line of a long log file\n".repeat(2000)),
+  };
+  const small: Attachment = {
+    name: "small.log",
+    mime: "text/plain",
+    data: text("line of a shorter log file\n".repeat(300)),
   };
   await using brain = await Brain.start({
     llm: new ScriptedModel({
@@ -362,7 +367,8 @@ Deno.test("a question whose file does not fit the context even alone names the f
       answer: (body) => answerDeltas(body, "x"),
     }),
   });
-  await brain.send({ type: "ask", text: "Summarise", files: [big] });
+  // The largest is named wherever it is in the list.
+  await brain.send({ type: "ask", text: "Summarise", files: [small, big] });
   const events = await brain.until(isIdle);
   const [error] = ofType(events, "error");
   assert.equal(error?.code, "question_too_long");

@@ -254,6 +254,21 @@ Deno.test("main.ts flags prints the scoped grants of a sample config, and --shel
     flags.filter((flag) => !flag.startsWith("--allow-run=")),
     "only --allow-run widens",
   );
+
+  // A document converter's program is granted too, resolved to a path.
+  const converter = join(h, "config", "desktop-assistant", "shout.sh");
+  await Deno.writeTextFile(converter, "#!/bin/sh\ntr a-z A-Z\n", {
+    mode: 0o755,
+  });
+  await Deno.writeTextFile(
+    home.configFile,
+    '[convert]\n"text/x-shout" = ["./shout.sh"]\n',
+    { append: true },
+  );
+  const converting = await printedFlags(home.env);
+  const granted = converting.find((flag) => flag.startsWith("--allow-run="))!
+    .split("=")[1]!.split(",");
+  assert.ok(granted.includes(converter), `${converter} in ${granted}`);
 });
 
 Deno.test("deno task start runs the daemon with exactly the derived flags and no launcher; a turn with a tool call completes; SIGTERM and SIGINT reach it", async () => {

@@ -70,3 +70,16 @@ Deno.test("a memory's source is named after it was kept, its date unchanged; non
   settle(store);
   assert.equal(store.memories.list()[0]?.source, null);
 });
+
+Deno.test("memories are listed by when they last changed: a rewritten one comes first", () => {
+  let now = 1_700_000_000_000;
+  using store = new Store(":memory:", { now: () => (now += 60_000) });
+  const tea = store.memories.add("Likes tea");
+  const units = store.memories.add("Prefers metric units");
+  assert.deepEqual(store.memories.list().map((m) => m.id), [units, tea]);
+  assert.equal(store.memories.rewrite(tea, "Likes green tea"), true);
+  const [first, second] = store.memories.list();
+  assert.deepEqual([first?.id, first?.text], [tea, "Likes green tea"]);
+  assert.equal(second?.id, units);
+  assert.ok(first!.updated > first!.created, "its change is dated");
+});

@@ -67,6 +67,27 @@ Deno.test("a retry's turn replaces the files with its own", () => {
   assert.equal(store.open(id)!.turns[0]?.files, undefined);
 });
 
+Deno.test("a picture's bytes go with its turn: replaced by a retry, deleted with the conversation", () => {
+  using dir = tempDir();
+  const path = join(dir.dir, "h.db");
+  using store = new Store(path, { now: clock() });
+  const bytes = () =>
+    rows(path, "SELECT count(*) AS n FROM turn_files WHERE data IS NOT NULL")[0]
+      ?.n;
+  const id = store.saveTurn(null, {
+    ...turn("Look", "Red."),
+    files: [PICTURE],
+  });
+  assert.equal(bytes(), 1);
+  store.replaceLastTurn(id, turn("Look", "Plain."));
+  assert.equal(bytes(), 0, "the replaced turn's picture is gone");
+  store.replaceLastTurn(id, { ...turn("Look", "Red."), files: [PICTURE] });
+  assert.ok(store.delete(id));
+  while (store.maintain()) { /* upkeep to the end */ }
+  assert.equal(bytes(), 0, "the deleted conversation's picture is gone");
+  assert.equal(store.fileAt(id, 0, 0), null);
+});
+
 Deno.test("search finds a file by its text and its name; a deleted conversation's files and index entries go", () => {
   using dir = tempDir();
   const path = join(dir.dir, "h.db");

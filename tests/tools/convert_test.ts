@@ -98,6 +98,32 @@ Deno.test("a converter that fails, gives nothing or runs past its time is refuse
   );
 });
 
+Deno.test("a converter that writes more than 8 MiB of text is refused, naming the file", async () => {
+  // 9 MiB of text, more than any context holds.
+  await withScript("head -c 9437184 /dev/zero | tr '\\0' a", async (dir) => {
+    const converter = resolveConverters(
+      { convert: { "application/x-big": ["./conv.sh"] } },
+      dir,
+    ).get("application/x-big")!;
+    const error = await failure(
+      convert(converter, "big.x", encode("x"), { seconds: 20, helper: null }),
+    );
+    assert.equal(
+      error.message,
+      "big.x: its converter wrote more than 8 MiB of text",
+    );
+  });
+});
+
+Deno.test("a converter found is granted its program, resolved to a path", async () => {
+  await withScript("cat", async (dir, script) => {
+    const config = { convert: { "text/x-cat": ["./conv.sh"] } };
+    assert.deepEqual(converterExecutables(config, dir, { pathEnv: "" }), [
+      script,
+    ]);
+  });
+});
+
 const pdftotext = resolveConverters(
   { convert: { "application/pdf": ["pdftotext", "-layout", "-", "-"] } },
   "/",
