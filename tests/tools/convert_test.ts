@@ -13,7 +13,7 @@ const encode = (s: string) => new TextEncoder().encode(s);
 /** A temporary config dir holding one executable script. */
 async function withScript(
   body: string,
-  run: (dir: string, script: string) => Promise<void>,
+  run: (dir: string, script: string) => void | Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "da-convert-" });
   try {
@@ -116,7 +116,7 @@ Deno.test("a converter that writes more than 8 MiB of text is refused, naming th
 });
 
 Deno.test("a converter found is granted its program, resolved to a path", async () => {
-  await withScript("cat", async (dir, script) => {
+  await withScript("cat", (dir, script) => {
     const config = { convert: { "text/x-cat": ["./conv.sh"] } };
     assert.deepEqual(converterExecutables(config, dir, { pathEnv: "" }), [
       script,
