@@ -8,6 +8,7 @@ import type { Config } from "./config.ts";
 import { clean, ENV_VARS, type Paths } from "./paths.ts";
 import { AssistantError } from "./errors.ts";
 import { mcpCommandPath } from "./mcp_config.ts";
+import { holds, type Kind, netHost } from "./grant_query.ts";
 
 /** What the flags are derived from. */
 export interface FlagInput {
@@ -17,24 +18,9 @@ export interface FlagInput {
   executables: string[];
 }
 
-/** A kind of Deno grant, as in `--allow-<kind>=…`. */
-export type Kind = "read" | "write" | "net" | "run" | "env";
-
 interface Grant {
   kind: Kind;
   values: string[];
-}
-
-/** The `host:port` Deno's --allow-net wants for a URL, default port explicit. */
-export function netHost(url: string): string {
-  const parsed = new URL(url);
-  const port = parsed.port !== ""
-    ? parsed.port
-    : parsed.protocol === "https:"
-    ? "443"
-    : "80";
-  // URL keeps IPv6 hostnames in brackets, which is what Deno expects.
-  return `${parsed.hostname}:${port}`;
 }
 
 /** Absolute and normalised, or an error naming the path: Deno lists cannot hold commas. */
@@ -111,27 +97,6 @@ export function deriveFlags(input: FlagInput): string[] {
       .map((grant) => flag(grant.kind, grant.values)),
     V8_FLAGS,
   ];
-}
-
-/** Whether this process holds the grant `--allow-<kind>=<value>`. */
-export function holds(kind: Kind, value: string): boolean {
-  return Deno.permissions.querySync(descriptor(kind, value)).state ===
-    "granted";
-}
-
-function descriptor(kind: Kind, value: string): Deno.PermissionDescriptor {
-  switch (kind) {
-    case "read":
-      return { name: "read", path: value };
-    case "write":
-      return { name: "write", path: value };
-    case "net":
-      return { name: "net", host: value };
-    case "run":
-      return { name: "run", command: value };
-    case "env":
-      return { name: "env", variable: value };
-  }
 }
 
 /** The flags among deriveFlags(...) that this process was not granted (Deno.permissions.querySync), e.g. ["--allow-net=127.0.0.1:8080"]. */

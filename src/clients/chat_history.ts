@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { HISTORY_FILE } from "./chat_places.ts";
-import { holds } from "../base/permissions.ts";
+import { holds } from "../base/grant_query.ts";
 
 /** Lines kept across runs by default, as the line editor keeps them. */
 export const HISTORY_LINES = 500;

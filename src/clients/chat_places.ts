@@ -6,7 +6,7 @@
  */
 import { isAbsolute, join } from "node:path";
 import { type Env, resolvePaths } from "../base/paths.ts";
-import { holds } from "../base/permissions.ts";
+import { holds } from "../base/grant_query.ts";
 
 /** The folders chat writes in; null where the environment does not say. */
 export interface ChatPlaces {

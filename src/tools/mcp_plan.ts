@@ -5,7 +5,7 @@
  */
 import type { Config } from "../base/config.ts";
 import type { McpServerConfig } from "../base/mcp_config.ts";
-import { holds } from "../base/permissions.ts";
+import { holds } from "../base/grant_query.ts";
 import {
   canRunExecutable,
   processPath,

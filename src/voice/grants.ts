@@ -3,7 +3,7 @@
  * check at start: the daemon's socket, the config file, the commands its
  * config runs and the servers it reaches. None of the daemon's.
  */
-import { holds, type Kind, netHost } from "../base/permissions.ts";
+import { holds, type Kind, netHost } from "../base/grant_query.ts";
 import { AssistantError } from "../base/errors.ts";
 import { commandsInUse, urlsInUse, type VoiceSettings } from "./settings.ts";
 

@@ -15,7 +15,7 @@ import {
   UsageError,
 } from "../base/command_line.ts";
 import { type Env, readEnv, resolvePaths } from "../base/paths.ts";
-import { holds } from "../base/permissions.ts";
+import { holds } from "../base/grant_query.ts";
 import { AssistantError } from "../base/errors.ts";
 import { LineStream } from "../streams/line_stream.ts";
 import { writeAllSync } from "../streams/write_all.ts";

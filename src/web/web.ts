@@ -12,7 +12,7 @@ import {
 } from "../base/command_line.ts";
 import { DEFAULT_WEB_PORT } from "../base/config.ts";
 import type { Env } from "../base/paths.ts";
-import { holds, type Kind } from "../base/permissions.ts";
+import { holds, type Kind } from "../base/grant_query.ts";
 import { AssistantError } from "../base/errors.ts";
 import { log } from "../base/log.ts";
 import { writeAll } from "../streams/write_all.ts";

@@ -8,9 +8,9 @@ import { AssistantError } from "../../src/base/errors.ts";
 import {
   deriveFlags,
   missingGrants,
-  netHost,
   V8_FLAGS,
 } from "../../src/base/permissions.ts";
+import { netHost } from "../../src/base/grant_query.ts";
 import { mcpExecutables } from "../../src/tools/mcp_plan.ts";
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url)).replace(
