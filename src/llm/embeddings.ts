@@ -4,20 +4,23 @@
  * and an embedding model. Every request is bounded (by `stall_timeout`, or
  * a whole call by a bound of its own); an answer out of shape (no vectors,
  * vectors of different or wrong dimensions, numbers that are not finite)
- * is an error, never a vector kept.
+ * is an error, never a vector kept (`embed_answers.ts`).
  *
- * Each input is kept within what the server takes at once. A mean-pooled
- * embedding model cannot split an input across batches, so llama-server
- * refuses any input longer than its physical batch (`n_ubatch`, 512 tokens
- * unless set) with a 500 "input (N tokens) is too large to process", which
- * fails the whole request. So each input is cut to that many tokens by an
- * estimate that errs high (`cutToTokens`); a batch the server still refuses
+ * Each input is kept within what the server takes at once, cut to the
+ * tokens of its batch (`embed_inputs.ts`); a batch the server still refuses
  * is split, and a text it refuses on its own is cut to the batch size its
  * message names, or else halved, and sent again: one text never fails the
  * others, and none stops the work.
  */
-import { AssistantError } from "../base/errors.ts";
 import { describeError, log } from "../base/log.ts";
+import { embedFailed, Refusal, refusalIn, vectorsIn } from "./embed_answers.ts";
+import {
+  fitInput,
+  halve,
+  type Props,
+  readProps,
+  unknownProps,
+} from "./embed_inputs.ts";
 import { httpError } from "./http_error.ts";
 
 /** How to reach the embeddings endpoint. */
@@ -49,19 +52,6 @@ export interface EmbedBound {
   withinMs?: number;
 }
 
-/** Tokens of one input when the server does not say: llama-server's default physical batch. */
-const DEFAULT_TOKENS = 512;
-/** Tokens kept free beside the text: the model's own BOS, EOS or separator. */
-const SPECIAL_TOKENS = 8;
-
-/** What `/props` told of the server, once it answered. */
-interface Props {
-  /** Tokens one input may have. */
-  tokens: number;
-  /** The model's file, as the server names it; null when it does not. */
-  path: string | null;
-}
-
 /** A text of a batch, and its place in it. */
 interface Item {
   at: number;
@@ -76,81 +66,6 @@ interface Call {
   cut: (text: string) => string;
   signal: AbortSignal;
   bounded: () => AbortSignal;
-}
-
-/** A refusal of the inputs rather than a failure of the server: the batch is split, a text halved. */
-class Refusal extends Error {
-  /** Whether the server said an input is too long; else it refused one outright (an empty one). */
-  readonly tooLarge: boolean;
-
-  constructor(tooLarge: boolean) {
-    super(tooLarge ? "an input is too large" : "an input is refused");
-    this.tooLarge = tooLarge;
-  }
-}
-
-/** llama-server's messages for an input longer than its batch or its context. */
-const TOO_LARGE =
-  /too large to process|larger than the max context size|exceeds the available context size/i;
-/** Its message for an input that came to no tokens. */
-const EMPTY = /input content cannot be empty/i;
-
-function failed(message: string, cause?: unknown): AssistantError {
-  return new AssistantError(`embedding server: ${message}`, {
-    code: "embed_failed",
-    ...(cause === undefined ? {} : { cause }),
-  });
-}
-
-/**
- * `text` cut to about `tokens` tokens by an estimate that errs high for
- * most text: a code point counts as many tokens as its UTF-8 bytes (a
- * byte-level tokenizer makes no more), except a Latin letter or a space,
- * which counts half (words take two or more of them a token). Denser text
- * (a letter between stops, a token each) may come out longer: the server
- * refuses it, and it is halved.
- */
-export function cutToTokens(text: string, tokens: number): string {
-  let cost = 0;
-  let at = 0;
-  for (const char of text) {
-    const code = char.codePointAt(0)!;
-    cost += code === 32 || (code | 32) >= 97 && (code | 32) <= 122
-      ? 0.5
-      : code < 0x80
-      ? 1
-      : code < 0x800
-      ? 2
-      : code < 0x10000
-      ? 3
-      : 4;
-    if (cost > tokens) return text.slice(0, at);
-    at += char.length;
-  }
-  return text;
-}
-
-/** The first half of a text, never splitting a surrogate pair. */
-function halve(text: string): string {
-  let half = text.length >> 1;
-  const last = text.charCodeAt(half - 1);
-  if (last >= 0xd800 && last <= 0xdbff) half--;
-  return text.slice(0, half);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** A positive integer of `props` or its `default_generation_settings`, or null. */
-function sizeOf(props: Record<string, unknown>, key: string): number | null {
-  const settings = props.default_generation_settings;
-  for (const value of [props[key], isRecord(settings) && settings[key]]) {
-    if (Number.isSafeInteger(value) && (value as number) > 0) {
-      return value as number;
-    }
-  }
-  return null;
 }
 
 /** The client of one embeddings endpoint. */
@@ -188,14 +103,14 @@ export class Embedder {
       const props = await this.#readProps(signal, bounded());
       const vectors = new Array<Float32Array | null>(texts.length).fill(null);
       const answered: { name: string | null } = { name: null };
-      const cut = (text: string) => this.#cut(text, props);
+      const cut = (text: string) => fitInput(text, props, this.#named);
       const items = texts.flatMap((text, at) =>
         text.trim() === "" ? [] : [{ at, text: cut(text) }]
       );
       await this.#send(items, { vectors, answered, cut, signal, bounded });
       const dim = vectors.find((vector) => vector !== null)?.length ?? null;
       if (vectors.some((vector) => vector !== null && vector.length !== dim)) {
-        throw failed("its vectors differ in dimension");
+        throw embedFailed("its vectors differ in dimension");
       }
       const name = this.#o.model !== ""
         ? this.#o.model
@@ -206,12 +121,6 @@ export class Embedder {
       if (!signal.aborted) this.#props = null;
       throw error;
     }
-  }
-
-  /** Cuts a text to the tokens one input may have. */
-  #cut(text: string, props: Props): string {
-    const tokens = Math.min(props.tokens, this.#named ?? Infinity);
-    return cutToTokens(text, Math.max(1, tokens - SPECIAL_TOKENS));
   }
 
   /**
@@ -274,47 +183,20 @@ export class Embedder {
       body,
     });
     if (response.status >= 400) {
-      this.#refusal(response.status, text);
-      throw failed(
+      const refusal = refusalIn(response.status, text);
+      if (refusal !== null) {
+        // A smaller batch than `/props` said bounds every input from now on.
+        if (refusal.named !== null) {
+          this.#named = Math.min(this.#named ?? refusal.named, refusal.named);
+        }
+        throw refusal;
+      }
+      throw embedFailed(
         `it answered ${response.status}`,
         httpError(response, text, path),
       );
     }
-    let answer: { model?: unknown; data?: unknown };
-    try {
-      answer = JSON.parse(text);
-    } catch (error) {
-      throw failed("its answer is not JSON", error);
-    }
-    const data = Array.isArray(answer?.data) ? answer.data : null;
-    if (data === null || data.length !== texts.length) {
-      throw failed(
-        `it answered ${data?.length ?? "no"} vectors for ${texts.length} texts`,
-      );
-    }
-    const vectors = new Array<Float32Array>(texts.length);
-    for (const [position, item] of data.entries()) {
-      const { embedding, index } = (item ?? {}) as {
-        embedding?: unknown;
-        index?: unknown;
-      };
-      const at = typeof index === "number" ? index : position;
-      if (
-        !Array.isArray(embedding) || embedding.length === 0 ||
-        !embedding.every((x) => typeof x === "number" && Number.isFinite(x)) ||
-        at < 0 || at >= texts.length || vectors[at] !== undefined
-      ) {
-        throw failed("a vector is not a list of finite numbers");
-      }
-      vectors[at] = Float32Array.from(embedding as number[]);
-    }
-    if (vectors.some((vector) => vector.length !== vectors[0]!.length)) {
-      throw failed("its vectors differ in dimension");
-    }
-    const name = typeof answer.model === "string" && answer.model !== ""
-      ? answer.model
-      : null;
-    return { name, vectors };
+    return vectorsIn(text, texts.length);
   }
 
   /** What `/props` says, asked once the server answers it; the defaults when it says nothing. */
@@ -323,7 +205,6 @@ export class Embedder {
     bounded: AbortSignal,
   ): Promise<Props> {
     if (this.#props !== null) return this.#props;
-    let props: Record<string, unknown> = {};
     let answer: { response: Response; text: string };
     try {
       answer = await this.#request("/props", signal, bounded);
@@ -333,24 +214,9 @@ export class Embedder {
       log.info("embedding server props unknown", {
         error: describeError(error),
       });
-      return { tokens: DEFAULT_TOKENS, path: null };
+      return unknownProps();
     }
-    try {
-      const parsed: unknown = answer.response.status < 400
-        ? JSON.parse(answer.text)
-        : null;
-      if (isRecord(parsed)) props = parsed;
-    } catch {
-      // A server without /props, or an answer out of shape: the defaults.
-    }
-    // The physical batch bounds one input; the slot's context too.
-    let tokens = sizeOf(props, "n_ubatch") ?? sizeOf(props, "n_batch") ??
-      DEFAULT_TOKENS;
-    tokens = Math.min(tokens, sizeOf(props, "n_ctx") ?? Infinity);
-    const path = typeof props.model_path === "string" && props.model_path !== ""
-      ? props.model_path
-      : null;
-    this.#props = { tokens, path };
+    this.#props = readProps(answer.response.status, answer.text);
     return this.#props;
   }
 
@@ -370,8 +236,8 @@ export class Embedder {
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw bounded.aborted
-        ? failed("it did not answer in time", error)
-        : failed(`unreachable at ${this.#o.url}`, error);
+        ? embedFailed("it did not answer in time", error)
+        : embedFailed(`unreachable at ${this.#o.url}`, error);
     }
     let text: string;
     try {
@@ -379,30 +245,9 @@ export class Embedder {
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw bounded.aborted
-        ? failed("it did not answer in time", error)
-        : failed("its answer broke off", error);
+        ? embedFailed("it did not answer in time", error)
+        : embedFailed("its answer broke off", error);
     }
     return { response, text };
-  }
-
-  /** Throws a Refusal when an error answer refuses an input rather than failing; learns a batch size it names. */
-  #refusal(status: number, text: string): void {
-    if (status !== 400 && status !== 500) return;
-    let message = "";
-    try {
-      const body: unknown = JSON.parse(text);
-      const error = isRecord(body) ? body.error : undefined;
-      if (isRecord(error) && typeof error.message === "string") {
-        message = error.message;
-      }
-    } catch {
-      return;
-    }
-    if (TOO_LARGE.test(message)) {
-      const named = Number(/batch size: (\d+)/.exec(message)?.[1]);
-      if (named > 0) this.#named = Math.min(this.#named ?? named, named);
-      throw new Refusal(true);
-    }
-    if (status === 400 && EMPTY.test(message)) throw new Refusal(false);
   }
 }

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { AssistantError } from "../../src/base/errors.ts";
-import { cutToTokens, Embedder } from "../../src/llm/embeddings.ts";
+import { cutToTokens } from "../../src/llm/embed_inputs.ts";
+import { Embedder } from "../../src/llm/embeddings.ts";
 import { countTokens, FakeLlm } from "../support/fake_llm.ts";
 import { EMBEDDING_SIZE } from "../support/fake_llm_wire.ts";
 
