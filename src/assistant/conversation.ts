@@ -6,23 +6,24 @@
  * the request for a question (a retry or an edit asked as if the turn it
  * replaces had not been), the commit of a finished turn, and the next
  * summary due. Turns, summaries, files and memories reach the model
- * through here alone.
+ * through here alone. What it plans with holds no state of its own
+ * (request_plan.ts, conversation_summary.ts, turn_save.ts, held_turn.ts):
+ * no second object ever has to be kept in step with this one.
  */
-import { AssistantError } from "../base/errors.ts";
-import { describeError, log } from "../base/log.ts";
-import type { ChatMessage } from "../llm/chat_types.ts";
 import type { ModelChoice } from "../llm/client.ts";
 import type { SummaryView, TurnView } from "../protocol/protocol.ts";
-import {
-  fileView,
-  type OpenedConversation,
-  type Store,
-} from "../store/store.ts";
+import type { OpenedConversation, Store } from "../store/store.ts";
 import { ContextPlan } from "./budget.ts";
 import type { CacheBook } from "./cache_book.ts";
-import { coveredStart } from "./history_window.ts";
 import type { QuestionFile } from "./attachments.ts";
-import { type HeldTurn, pictureOf, sendable } from "./held_turn.ts";
+import {
+  type FinishedTurn,
+  type HeldTurn,
+  heldTurn,
+  openedTurns,
+  pictureOf,
+  sendable,
+} from "./held_turn.ts";
 
 /** A turn as a conversation holds it. */
 export type { HeldTurn } from "./held_turn.ts";
@@ -31,15 +32,19 @@ import {
   ConversationMemory,
   type MemorySource,
 } from "./conversation_memory.ts";
-import { NO_MEMORIES } from "./memory.ts";
-
 import {
-  planSummary,
-  type RunningSummary,
-  type SummaryPlan,
-} from "./summary_request.ts";
-import { type TokenLedger, utf8Bytes } from "./token_ledger.ts";
+  dueSummary,
+  type LastRequest,
+  lastRequestOf,
+  type SummaryJob,
+  summaryJob,
+  type SummarySource,
+} from "./conversation_summary.ts";
+import { NO_MEMORIES } from "./memory.ts";
+import type { RunningSummary } from "./summary_request.ts";
+import type { TokenLedger } from "./token_ledger.ts";
 import type { TurnConfig } from "./turn_config.ts";
+import { lastRow, saveTurn } from "./turn_save.ts";
 
 /** What every conversation shares: the history file, what is known of each model, the config. */
 export interface ConversationDeps {
@@ -55,41 +60,6 @@ export interface ConversationDeps {
 
 /** Where a conversation takes the memories its requests carry. */
 export type { MemorySource } from "./conversation_memory.ts";
-
-/** What the last finished turn's last request leaves the next one and the summary. */
-interface LastRequest {
-  /** Where its window started. */
-  start: number;
-  /** Its messages and the reply that ended it: what the server's cache holds. */
-  messages: ChatMessage[];
-  model: ModelChoice;
-  schemas: unknown[];
-  /** Tokens the earlier turns could take in it. */
-  room: number;
-  nCtx: number | null;
-  /** Tokens it and its reply took in the context; null when not reported. */
-  used: number | null;
-  /** Tokens of its fixed start (system prompt and tool schemas), as estimated. */
-  fixed: number;
-}
-
-/** What a finished turn leaves to keep. */
-export interface FinishedTurn {
-  user: string;
-  reply: string;
-  tools: string[];
-  /** Its messages under the history rule. */
-  messages: ChatMessage[];
-  files: readonly QuestionFile[];
-  replaces: boolean;
-  model: ModelChoice;
-}
-
-/** A summary request to make: its messages, the turns it covers once made, and the model and schemas its request names. */
-export interface SummaryJob extends SummaryPlan {
-  model: ModelChoice;
-  schemas: unknown[];
-}
 
 /** One conversation and its plans. */
 export class Conversation {
@@ -113,13 +83,7 @@ export class Conversation {
     this.#deps = deps;
     this.private = isPrivate;
     this.#id = opened?.id ?? null;
-    this.#turns = (opened?.turns ?? []).map((view, i) => ({
-      view,
-      messages: opened!.messages[i] ?? [],
-      files: opened!.files[i] ?? [],
-      tokens: opened!.tokens[i] ?? null,
-      row: opened!.rows[i] ?? null,
-    }));
+    this.#turns = opened ? openedTurns(opened) : [];
     this.#summary = opened?.summary
       ? { ...opened.summary, carrier: null }
       : null;
@@ -235,52 +199,18 @@ export class Conversation {
     plan: ContextPlan,
     turn: FinishedTurn,
   ): { held: HeldTurn; title: string | null } {
-    const stored = { ...turn, tokens: null };
     let title: string | null = null;
     let row: number | null = null;
     if (!this.private) {
       const { store } = this.#deps;
       const wasNew = this.#id === null;
-      try {
-        if (turn.replaces && this.#id !== null) {
-          title = store.replaceLastTurn(this.#id, stored);
-        } else {
-          this.#id = store.saveTurn(this.#id, stored, {
-            memory: this.#memory.taken ?? NO_MEMORIES,
-          });
-        }
-      } catch (error) {
-        if (error instanceof AssistantError) throw error;
-        throw new AssistantError("could not save the reply", {
-          cause: error,
-          code: "save_failed",
-        });
-      }
+      const saved = saveTurn(store, this.#id, turn, this.#memory.taken);
+      this.#id = saved.id;
+      title = saved.title;
       if (wasNew) this.#deps.saved(this);
-      // Saved: a fault from here costs only the count's row.
-      try {
-        row = store.lastTurnId(this.#id!);
-      } catch (error) {
-        log.warn("saved turn not found for its count", {
-          conv: this.#id,
-          error: describeError(error),
-        });
-      }
+      row = lastRow(store, saved.id);
     }
-    const held: HeldTurn = {
-      view: {
-        user: turn.user,
-        reply: turn.reply,
-        tools: turn.tools,
-        ...(turn.files.length > 0 ? { files: turn.files.map(fileView) } : {}),
-      },
-      messages: turn.messages,
-      files: turn.files,
-      tokens: null,
-      row,
-    };
-    // Its pictures' URLs are the ones just sent: held as those from now.
-    sendable(held, this.#deps.store);
+    const held = heldTurn(turn, row, this.#deps.store);
     if (turn.replaces && this.#turns.length > 0) this.#turns.pop();
     this.#turns.push(held);
     // A summary saved before the rule held may cover the turn just
@@ -294,17 +224,7 @@ export class Conversation {
     if (this.#id !== null && !this.private) {
       this.#memory.saved(this.#id, this.#turns.length - 1);
     }
-    const final = turn.messages.at(-1);
-    this.#last = {
-      start: plan.start,
-      messages: final ? [...plan.lastRequest, final] : [...plan.lastRequest],
-      model: turn.model,
-      schemas: plan.schemas,
-      room: plan.room,
-      nCtx: plan.nCtx,
-      used: plan.used,
-      fixed: plan.carried().fixed,
-    };
+    this.#last = lastRequestOf(plan, turn.messages.at(-1), turn.model);
     if (this.#summary && plan.carrier !== null) {
       this.#summary.carrier = plan.carrier;
     }
@@ -328,58 +248,23 @@ export class Conversation {
   summaryDue(): number | null {
     const last = this.#last;
     if (last === null || this.#deleted) return null;
-    const { config, ledger } = this.#deps;
-    const due = Math.min(
+    return dueSummary(
+      this.#deps,
+      this.#summarySource(last),
       this.#coverable(),
-      coveredStart(
-        this.#turns.length,
-        (i) =>
-          ledger.turnCost(
-            last.model.id,
-            this.#turns[i]!.messages,
-            this.#turns[i]!.tokens,
-          ),
-        last.room,
-        config.history_turns,
-        last.start,
-        { summarized: this.summarized, hold: false, failedAt: null },
-      ),
+      this.#summaryFailedAt,
     );
-    const failed = this.#summaryFailedAt;
-    if (due <= this.summarized || (failed !== null && due <= failed)) {
-      return null;
-    }
-    return due;
   }
 
   /** The request for the summary of the first `upTo` turns (at most `atMost` more of them, after a refusal); null when not one turn fits. */
   summaryRequest(upTo: number, atMost?: number): SummaryJob | null {
     const last = this.#last;
     if (last === null) return null;
-    const { config, ledger } = this.#deps;
-    const model = last.model.id;
-    const plan = planSummary({
-      turns: this.#turns.map((turn) =>
-        sendable(turn, this.#deps.store, last.model.vision === false)
-      ),
-      summary: this.#summary,
-      lastRequest: last.messages,
-      windowStart: last.start,
-      upTo,
-      maxTokens: config.summary_tokens,
-      nCtx: last.nCtx,
-      used: last.used,
-      fixed: last.fixed,
-      cost: (i) =>
-        ledger.turnCost(
-          model,
-          this.#turns[i]?.messages ?? [],
-          this.#turns[i]?.tokens ?? null,
-        ),
-      estimate: (text) => ledger.estimate(model, utf8Bytes(text)),
-      ...(atMost === undefined ? {} : { atMost }),
-    });
-    return plan && { ...plan, model: last.model, schemas: last.schemas };
+    return summaryJob(this.#deps, this.#summarySource(last), upTo, atMost);
+  }
+
+  #summarySource(last: LastRequest): SummarySource {
+    return { turns: this.#turns, summary: this.#summary, last };
   }
 
   /**

@@ -1,13 +1,18 @@
 /**
- * A finished turn as its conversation holds it, and its messages as a
- * request sends them: a picture kept as a reference to its bytes (beside
- * the turn in the history file) is made its data URL when first needed,
- * and its bytes are let go then; a model that reads no pictures gets a line
- * of text for each instead.
+ * A finished turn as its conversation holds it (read back from the history,
+ * or kept when it ends), and its messages as a request sends them: a
+ * picture kept as a reference to its bytes (beside the turn in the history
+ * file) is made its data URL when first needed, and its bytes are let go
+ * then; a model that reads no pictures gets a line of text for each instead.
  */
 import type { ChatMessage } from "../llm/chat_types.ts";
+import type { ModelChoice } from "../llm/client.ts";
 import type { TurnView } from "../protocol/protocol.ts";
-import type { Store } from "../store/store.ts";
+import {
+  fileView,
+  type OpenedConversation,
+  type Store,
+} from "../store/store.ts";
 import {
   dataUrl,
   type QuestionFile,
@@ -32,6 +37,52 @@ export interface HeldTurn {
   readonly row: number | null;
   /** Its messages as sent, pictures made data URLs; made when first needed. */
   sent?: ChatMessage[];
+}
+
+/** What a finished turn leaves to keep. */
+export interface FinishedTurn {
+  user: string;
+  reply: string;
+  tools: string[];
+  /** Its messages under the history rule. */
+  messages: ChatMessage[];
+  files: readonly QuestionFile[];
+  replaces: boolean;
+  model: ModelChoice;
+}
+
+/** The turns of a conversation read back from the history. */
+export function openedTurns(opened: OpenedConversation): HeldTurn[] {
+  return opened.turns.map((view, i) => ({
+    view,
+    messages: opened.messages[i] ?? [],
+    files: opened.files[i] ?? [],
+    tokens: opened.tokens[i] ?? null,
+    row: opened.rows[i] ?? null,
+  }));
+}
+
+/** A finished turn as held once kept; `row` null when it was not saved. */
+export function heldTurn(
+  turn: FinishedTurn,
+  row: number | null,
+  store: Pick<Store, "fileData">,
+): HeldTurn {
+  const held: HeldTurn = {
+    view: {
+      user: turn.user,
+      reply: turn.reply,
+      tools: turn.tools,
+      ...(turn.files.length > 0 ? { files: turn.files.map(fileView) } : {}),
+    },
+    messages: turn.messages,
+    files: turn.files,
+    tokens: null,
+    row,
+  };
+  // Its pictures' URLs are the ones just sent: held as those from now.
+  sendable(held, store);
+  return held;
 }
 
 /** A held turn's picture's bytes: in memory, else from its data URL or the history. */

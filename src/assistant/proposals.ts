@@ -1,10 +1,9 @@
 /**
  * Facts the assistant proposes to remember (`memory = "ask"`). Once a
- * conversation has been idle for `memory_idle` seconds, or another one
- * becomes current, one side request (idle_runner.ts: it gives way to a
- * question, and resumes at the next pause) reads the turns not read yet and
- * asks for at most three new facts, in a shape a JSON schema fixes (which
- * llama-server turns into a grammar, so a small model answers in shape).
+ * conversation has been idle for `memory_idle` seconds (idle_spells.ts), or
+ * another one becomes current, one side request (idle_runner.ts: it gives
+ * way to a question, and resumes at the next pause) reads the turns not
+ * read yet and asks for at most three new facts (proposal_request.ts).
  * A fact equal, case and spacing aside, to a memory kept, a fact refused or
  * one waiting is dropped. The rest go to every client as `proposed`; the
  * first `accept` or `refuse` decides (`decided` to every client), and a
@@ -19,10 +18,7 @@
 import { AssistantError } from "../base/errors.ts";
 import type { Config } from "../base/config.ts";
 import { describeError, log } from "../base/log.ts";
-import type { PollTimer } from "../llm/backend.ts";
-import { chatBody } from "../llm/client.ts";
 import {
-  cleanMemory,
   type Event,
   type ProposalView,
   type Ref,
@@ -31,39 +27,13 @@ import {
 import { folded, type Memories } from "../store/store.ts";
 import type { Conversation } from "./conversation.ts";
 import type { IdleRunner } from "./idle_runner.ts";
+import { IdleSpells, type IdleTimer } from "./idle_spells.ts";
 import type { MemoryBook } from "./memory.ts";
+import { askFacts, newFacts } from "./proposal_request.ts";
 import type { ModelSource } from "./turn.ts";
 
-/** Most facts one request may propose. */
-const MAX_FACTS = 3;
 /** Tries of one idle spell's request. */
 const TRIES = 2;
-/** Tokens a proposal request may write. */
-const MAX_TOKENS = 300;
-/** Characters of the turns' text one request reads, from the newest back. */
-const READ_CHARS = 12_000;
-/** Characters of the memories kept one request lists as known, from the newest back: a long list never makes every request too long. */
-const KNOWN_CHARS = 4_000;
-
-const INSTRUCTION =
-  `From the conversation below, pick at most ${MAX_FACTS} lasting facts about the user or their wishes that would help in later conversations (their preferences, their projects and people's names, how they like answers). Leave out anything about this conversation alone, anything already known (listed first), and guesses. Each fact one short sentence in the conversation's language. Answer with JSON: {"facts": [...]}, an empty list when there is nothing worth keeping.`;
-
-/** The shape the model must answer in: llama-server makes it a grammar. */
-const FACTS_SCHEMA = {
-  type: "object",
-  properties: {
-    facts: {
-      type: "array",
-      items: { type: "string", minLength: 1, maxLength: 500 },
-      maxItems: MAX_FACTS,
-    },
-  },
-  required: ["facts"],
-  additionalProperties: false,
-};
-
-/** A timer the proposer waits with (injected in tests): the backend poller's kind. */
-export type IdleTimer = PollTimer;
 
 /** What the proposer needs. */
 export interface ProposerOptions {
@@ -91,9 +61,8 @@ interface Unanswered {
 /** The proposals waiting, and the requests that make them. */
 export class Proposer implements Disposable {
   readonly #o: ProposerOptions;
-  readonly #timer: IdleTimer;
+  readonly #spells: IdleSpells;
   readonly #waiting = new Map<string, Waiting>();
-  readonly #timers = new Map<Conversation, unknown>();
   /** Failed tries of the idle spell's request, while it is tried again. */
   readonly #tries = new WeakMap<Conversation, number>();
   /** By conversation id: turns read whose facts still wait for an answer. */
@@ -104,10 +73,7 @@ export class Proposer implements Disposable {
   /** No proposal waiting. */
   constructor(options: ProposerOptions) {
     this.#o = options;
-    this.#timer = options.timer ?? {
-      set: (callback, ms) => setTimeout(callback, ms),
-      cancel: (handle) => clearTimeout(handle as number),
-    };
+    this.#spells = new IdleSpells(options.timer);
   }
 
   /** The proposals no client has answered yet. */
@@ -118,27 +84,22 @@ export class Proposer implements Disposable {
   /** A turn of the conversation ended: its idle spell starts now. */
   idle(conversation: Conversation): void {
     if (!this.#wanted(conversation)) return;
-    this.#clear(conversation);
     this.#tries.delete(conversation);
-    this.#timers.set(
+    this.#spells.start(
       conversation,
-      this.#timer.set(() => {
-        this.#timers.delete(conversation);
-        this.#queue(conversation);
-      }, this.#o.config.memory_idle * 1000),
+      this.#o.config.memory_idle * 1000,
+      () => this.#queue(conversation),
     );
   }
 
   /** A question starts in the conversation: its idle spell is over. */
   busy(conversation: Conversation): void {
-    this.#clear(conversation);
+    this.#spells.stop(conversation);
   }
 
   /** Another conversation became current: this one is read now rather than after its idle spell. */
   left(conversation: Conversation): void {
-    if (!this.#timers.has(conversation)) return;
-    this.#clear(conversation);
-    this.#queue(conversation);
+    if (this.#spells.stop(conversation)) this.#queue(conversation);
   }
 
   /** The user keeps a proposed fact, worded as proposed or as they say (the proposed wording is then never proposed again). */
@@ -179,9 +140,7 @@ export class Proposer implements Disposable {
 
   /** Conversation `id` was deleted: its proposals are withdrawn (`decided`, not accepted, nothing recorded as refused) and nothing more is asked for it. */
   deleted(id: number): void {
-    for (const conversation of [...this.#timers.keys()]) {
-      if (conversation.id === id) this.#clear(conversation);
-    }
+    this.#spells.stopId(id);
     this.#o.runner.cancel((key) => key === `memory ${id}`);
     this.#unanswered.delete(id);
     for (const waiting of [...this.#waiting.values()]) {
@@ -198,9 +157,7 @@ export class Proposer implements Disposable {
   /** Stops every idle timer; no spell starts after. */
   [Symbol.dispose](): void {
     this.#closed = true;
-    for (const conversation of [...this.#timers.keys()]) {
-      this.#clear(conversation);
-    }
+    this.#spells[Symbol.dispose]();
   }
 
   #take(proposal: string): Waiting {
@@ -228,12 +185,6 @@ export class Proposer implements Disposable {
     return !this.#closed && this.#o.config.memory === "ask" &&
       !conversation.private &&
       !conversation.deleted;
-  }
-
-  #clear(conversation: Conversation): void {
-    if (!this.#timers.has(conversation)) return;
-    this.#timer.cancel(this.#timers.get(conversation));
-    this.#timers.delete(conversation);
   }
 
   #queue(conversation: Conversation): void {
@@ -275,25 +226,17 @@ export class Proposer implements Disposable {
     }
     this.#tries.delete(conversation);
     if (signal.aborted || !this.#wanted(conversation)) return;
-    const refused = memories.refused();
-    const seen = new Set([...this.#waiting.values()].map((w) => w.folded));
-    const items: Waiting[] = [];
-    for (const fact of facts) {
-      const text = cleanMemory(fact);
-      if (text === null) continue;
-      const key = folded(text);
-      if (seen.has(key) || refused.has(key) || this.#o.book.keeps(text)) {
-        continue;
-      }
-      seen.add(key);
-      items.push({
-        proposal: `p${++this.#next}`,
-        text,
-        source: { id, turn: turns.length - 1 },
-        folded: key,
-      });
-      if (items.length === MAX_FACTS) break;
-    }
+    const items: Waiting[] = newFacts(
+      facts,
+      memories.refused(),
+      [...this.#waiting.values()].map((w) => w.folded),
+      (text) => this.#o.book.keeps(text),
+    ).map((fact) => ({
+      proposal: `p${++this.#next}`,
+      text: fact.text,
+      source: { id, turn: turns.length - 1 },
+      folded: fact.folded,
+    }));
     log.info("facts proposed", {
       conv: id,
       turns: turns.length - read,
@@ -322,83 +265,16 @@ export class Proposer implements Disposable {
     turns: readonly { user: string; reply: string }[],
     signal: AbortSignal,
   ): Promise<string[]> {
-    const { llm, book, config } = this.#o;
+    const { llm, book, memories, config } = this.#o;
     const model = conversation.model ?? await llm.chooseModel(signal);
-    const known = book.on ? knownList(this.#o.memories.list()) : "";
-    let text = "";
-    for (let i = turns.length - 1; i >= 0 && text.length < READ_CHARS; i--) {
-      const turn = turns[i]!;
-      text = `User: ${turn.user}\nAssistant: ${turn.reply}\n\n${text}`;
-    }
-    const body = chatBody({
-      model: model.id,
-      messages: [
-        { role: "system", content: INSTRUCTION },
-        {
-          role: "user",
-          content: `Already known:\n${known || "(nothing)"}\n\nConversation:\n${
-            text.slice(-READ_CHARS)
-          }`,
-        },
-      ],
-      tools: [],
-      thinking: false,
-      extra: config.request,
-      cacheReuse: 0,
-    });
-    delete body.n_predict;
-    delete body.max_completion_tokens;
-    body.max_tokens = MAX_TOKENS;
-    body.response_format = {
-      type: "json_schema",
-      json_schema: { name: "facts", schema: FACTS_SCHEMA },
-    };
-    const stream = await llm.chat(model, body, signal);
-    let answer = "";
-    let finish: string | null = null;
-    for await (const delta of stream) {
-      if (delta.kind === "content") answer += delta.text;
-      else if (delta.kind === "finish") finish = delta.reason;
-    }
-    if (finish !== "stop") {
-      throw new AssistantError("proposal answer not finished", {
-        code: "malformed_answer",
-      });
-    }
-    return factsOf(answer);
-  }
-}
-
-/** The memories kept, newest first, as many as fit `KNOWN_CHARS`, one per line. */
-function knownList(memories: readonly { text: string }[]): string {
-  const lines: string[] = [];
-  let chars = 0;
-  for (const memory of memories) {
-    const line = `- ${memory.text}`;
-    chars += line.length + 1;
-    if (chars > KNOWN_CHARS) break;
-    lines.push(line);
-  }
-  return lines.join("\n");
-}
-
-/** The facts of a proposal answer; AssistantError when it is not `{"facts": [string]}`. */
-function factsOf(answer: string): string[] {
-  const bare = answer.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bare);
-  } catch (error) {
-    throw new AssistantError("proposal answer is not JSON", {
-      code: "malformed_answer",
-      cause: error,
+    const known = book.on ? memories.list() : [];
+    return await askFacts({
+      llm,
+      model,
+      known,
+      turns,
+      request: config.request,
+      signal,
     });
   }
-  const facts = (parsed as { facts?: unknown } | null)?.facts;
-  if (!Array.isArray(facts) || !facts.every((f) => typeof f === "string")) {
-    throw new AssistantError("proposal answer has no list of facts", {
-      code: "malformed_answer",
-    });
-  }
-  return facts;
 }
