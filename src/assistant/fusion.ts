@@ -6,7 +6,7 @@
  * of its best turn (`snippetOf`), unmarked.
  */
 import type { SearchHit } from "../protocol/protocol.ts";
-import type { NearHit } from "../store/search_worker.ts";
+import type { NearHit } from "../store/search_worker_main.ts";
 
 /** A conversation found by meaning: its best turn's text and how close it came. */
 export type MeaningHit = NearHit;

@@ -1,207 +1,18 @@
 /**
  * Searches on a worker thread with its own read-only connection, so a slow
  * query never blocks the main thread (the socket, the token stream). WAL
- * lets it read beside the store's writer.
- *
- * With search by meaning on, the worker reads every vector's sign bits at
- * its start, a slice at a time (a million vectors take seconds): a search
- * by words is answered between slices, a search by meaning once the reading
- * is through.
- *
- * The worker is started from a blob built from the source text of
- * `prepareSearch`, `prepareSource` and `workerMain`: loading a module file would need read
- * permission on the daemon's own sources, while this way the worker needs
- * nothing but read of the database.
+ * lets it read beside the store's writer. The worker's side is
+ * search_worker_main.ts.
  */
 import { log } from "../base/log.ts";
 import { AssistantError } from "../base/errors.ts";
+import type { SearchHit, SearchOptions } from "./search.ts";
 import {
-  prepareSearch,
-  prepareSource,
-  type SearchHit,
-  type SearchOptions,
-} from "./search.ts";
-import { prepareVectors } from "./vector_index.ts";
-
-/** A conversation found by meaning: its best turn's text and how close it came. */
-export interface NearHit {
-  id: number;
-  title: string;
-  text: string;
-  score: number;
-}
-
-type Request =
-  | {
-    type: "open";
-    path: string;
-    options: SearchOptions;
-    vectors: boolean;
-    sliceMs: number;
-  }
-  | { type: "search"; id: number; q: string; limit: number }
-  | {
-    type: "near";
-    id: number;
-    query: Float32Array;
-    model: string;
-    limit: number;
-    exclude: number | null;
-  }
-  | { type: "refresh" }
-  | { type: "turns"; turns: number[] }
-  | { type: "close" };
-
-type Reply =
-  | { type: "hits"; id: number; hits: SearchHit[] | NearHit[] }
-  | { type: "failed"; id: number; name: string; message: string }
-  | { type: "closed" };
-
-/**
- * The worker's program. It runs from its source text inside the worker, so
- * it may use only its parameters and globals.
- */
-function workerMain(
-  prepare: typeof prepareSearch,
-  prepareNear: typeof prepareVectors,
-  Database: typeof import("node:sqlite").DatabaseSync,
-): void {
-  const scope = globalThis as unknown as {
-    onmessage: ((event: MessageEvent<Request>) => void) | null;
-    postMessage(reply: Reply): void;
-  };
-  let db: InstanceType<typeof Database> | null = null;
-  let search: ReturnType<typeof prepareSearch> | null = null;
-  let near: ReturnType<typeof prepareVectors> | null = null;
-  let failure: unknown = null;
-  // Requests about the vectors wait while they are being read.
-  let loading = false;
-  const waiting: Request[] = [];
-  /** The best conversations by meaning, each with its best turn's text. */
-  const nearest = (
-    query: Float32Array,
-    model: string,
-    limit: number,
-    exclude: number | null,
-  ): NearHit[] => {
-    if (near === null || db === null) throw failure;
-    // More turns than conversations wanted: several may share one.
-    const hits = near.search(query, model, limit * 4, exclude ?? undefined);
-    const best = new Map<number, { turn: number; score: number }>();
-    for (const hit of hits) {
-      if (!best.has(hit.conv)) best.set(hit.conv, hit);
-      if (best.size === limit) break;
-    }
-    const read = db.prepare(
-      `SELECT t.id AS turn, t.user AS user, t.reply AS reply, c.title AS title
-       FROM turns t JOIN conversations c ON c.id = t.conv
-       WHERE t.id IN (SELECT value FROM json_each(?))`,
-    );
-    const rows = new Map<number, Record<string, unknown>>();
-    const turns = [...best.values()].map((b) => b.turn);
-    for (const row of read.iterate(JSON.stringify(turns))) {
-      rows.set(Number(row.turn), row);
-    }
-    const found: NearHit[] = [];
-    for (const [conv, { turn, score }] of best) {
-      const row = rows.get(turn);
-      if (!row) continue;
-      found.push({
-        id: conv,
-        title: String(row.title ?? ""),
-        text: `${row.user ?? ""}\n${row.reply ?? ""}`,
-        score,
-      });
-    }
-    return found;
-  };
-  // The next slice is a message to itself: it queues behind the messages
-  // that came meanwhile, and unlike a chain of timers it is never delayed.
-  const slices = new MessageChannel();
-  /** Reads the vectors a slice at a time, letting messages in between; then answers those that waited. */
-  const load = (sliceMs: number) => {
-    if (!loading) return;
-    try {
-      if (near?.load(sliceMs)) {
-        slices.port2.postMessage(sliceMs);
-        return;
-      }
-    } catch (error) {
-      failure = error;
-      near = null;
-    }
-    loading = false;
-    slices.port1.close();
-    for (const request of waiting.splice(0)) handle(request);
-  };
-  slices.port1.onmessage = ({ data }) => load(data);
-  const handle = (data: Request) => {
-    if (data.type === "open") {
-      try {
-        db = new Database(data.path, { readOnly: true });
-        db.exec("PRAGMA busy_timeout = 5000");
-        search = prepare(db, data.options);
-        // Read once, at the start: every vector's sign bits (docs/search.md).
-        if (data.vectors) {
-          near = prepareNear(db, { lazy: true });
-          loading = true;
-          slices.port2.postMessage(data.sliceMs);
-        }
-      } catch (error) {
-        failure = error;
-      }
-    } else if (data.type === "refresh" || data.type === "turns") {
-      try {
-        if (data.type === "refresh") near?.refresh();
-        else near?.update(data.turns);
-      } catch {
-        // The next search catches up on its own.
-      }
-    } else if (data.type === "search" || data.type === "near") {
-      try {
-        if (search === null) throw failure;
-        scope.postMessage({
-          type: "hits",
-          id: data.id,
-          hits: data.type === "search"
-            ? search(data.q, data.limit)
-            : nearest(data.query, data.model, data.limit, data.exclude),
-        });
-      } catch (error) {
-        const e = error instanceof Error ? error : new Error(String(error));
-        scope.postMessage({
-          type: "failed",
-          id: data.id,
-          name: e.name,
-          message: e.message,
-        });
-      }
-    } else {
-      loading = false;
-      slices.port1.close();
-      waiting.length = 0;
-      near = null;
-      db?.close();
-      db = null;
-      search = null;
-      scope.postMessage({ type: "closed" });
-    }
-  };
-  scope.onmessage = ({ data }) => {
-    const vectors = data.type === "near" || data.type === "refresh" ||
-      data.type === "turns";
-    if (loading && vectors) waiting.push(data);
-    else handle(data);
-  };
-}
-
-const SOURCE = `import { DatabaseSync } from "node:sqlite";
-(${workerMain.toString()})(
-  (db, options) => (${prepareSearch.toString()})(db, options, ${prepareSource.toString()}),
-  (db, options) => (${prepareVectors.toString()})(db, options),
-  DatabaseSync,
-);
-`;
+  type NearHit,
+  WORKER_SOURCE,
+  type WorkerReply,
+  type WorkerRequest,
+} from "./search_worker_main.ts";
 
 /** Rebuilds an error that crossed the worker boundary as its message. */
 function rebuild(name: string, message: string): Error {
@@ -253,7 +64,7 @@ export class SearchWorker implements AsyncDisposable {
   /** Starts the worker on the history file at `dbPath` (opened read-only); `options` as for the store. */
   constructor(dbPath: string, options: SearchWorkerOptions = {}) {
     this.#url = URL.createObjectURL(
-      new Blob([SOURCE], { type: "application/javascript" }),
+      new Blob([WORKER_SOURCE], { type: "application/javascript" }),
     );
     this.#dbPath = dbPath;
     this.#spawn = options.spawn ?? spawnWorker;
@@ -294,16 +105,18 @@ export class SearchWorker implements AsyncDisposable {
   /** New vectors were written below the newest turn (a backlog): the worker catches up now, while nobody searches. */
   refreshVectors(): void {
     if (this.#closed || this.#worker === null) return;
-    this.#worker.postMessage({ type: "refresh" } satisfies Request);
+    this.#worker.postMessage({ type: "refresh" } satisfies WorkerRequest);
   }
 
   /** These turns' vectors were written anew (saved turns, whose ids the worker may know from a turn deleted or replaced): it reads them again. */
   refreshTurns(turns: number[]): void {
     if (this.#closed || this.#worker === null) return;
-    this.#worker.postMessage({ type: "turns", turns } satisfies Request);
+    this.#worker.postMessage({ type: "turns", turns } satisfies WorkerRequest);
   }
 
-  #ask(request: (id: number) => Request): Promise<SearchHit[] | NearHit[]> {
+  #ask(
+    request: (id: number) => WorkerRequest,
+  ): Promise<SearchHit[] | NearHit[]> {
     if (this.#closed) {
       return Promise.reject(
         new AssistantError("Search worker is closed; open a new one."),
@@ -324,7 +137,7 @@ export class SearchWorker implements AsyncDisposable {
     const worker = this.#worker;
     if (worker !== null) {
       this.#closing = Promise.withResolvers<void>();
-      worker.postMessage({ type: "close" } satisfies Request);
+      worker.postMessage({ type: "close" } satisfies WorkerRequest);
       await this.#closing.promise;
       worker.terminate();
       this.#worker = null;
@@ -353,7 +166,7 @@ export class SearchWorker implements AsyncDisposable {
 
   #start(): Worker {
     const worker = this.#spawn(this.#url);
-    worker.onmessage = (event: MessageEvent<Reply>) =>
+    worker.onmessage = (event: MessageEvent<WorkerReply>) =>
       this.#receive(event.data);
     worker.onerror = (event) => {
       event.preventDefault();
@@ -366,7 +179,7 @@ export class SearchWorker implements AsyncDisposable {
         options: this.#tuning,
         vectors: this.#vectors,
         sliceMs: this.#sliceMs,
-      } satisfies Request,
+      } satisfies WorkerRequest,
     );
     this.#worker = worker;
     return worker;
@@ -388,7 +201,7 @@ export class SearchWorker implements AsyncDisposable {
     );
   }
 
-  #receive(reply: Reply): void {
+  #receive(reply: WorkerReply): void {
     if (reply.type === "closed") {
       this.#closing?.resolve();
       return;

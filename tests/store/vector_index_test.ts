@@ -6,6 +6,7 @@ import {
   prepareVectors,
   type VectorHit,
   type VectorOptions,
+  vectorsSource,
 } from "../../src/store/vector_index.ts";
 import { Random } from "../bench/history_gen.ts";
 
@@ -360,7 +361,7 @@ Deno.test("vector index: runs from its source text in a worker", async () => {
   const stored = fill(h, 120, 48);
   const options: VectorOptions = { candidates: 64, rescore: 16 };
   const source = `import { DatabaseSync } from "node:sqlite";
-    const prepare = (${prepareVectors.toString()});
+    const prepare = ${vectorsSource()};
     onmessage = ({ data }) => {
       const db = new DatabaseSync(data.path, { readOnly: true });
       const search = prepare(db, data.options);
