@@ -36,10 +36,11 @@ export interface RepliesOptions {
   summaries: Summarizer;
   /** The turns' vectors: paused while a reply runs, told when one ends. */
   indexer: Pick<Indexer, "pause" | "kick"> | null;
-  /** Told when a conversation's turn starts and ends: facts are proposed after an idle spell. */
+  /** Told when a conversation's turn starts and ends: facts are proposed after an idle spell, or once another conversation is current. */
   proposals: {
     busy(conversation: Conversation): void;
     idle(conversation: Conversation): void;
+    left(conversation: Conversation): void;
   };
   now: () => Date;
   /** Aborts once the daemon is shutting down. */
@@ -226,6 +227,9 @@ export class Replies {
         // Deleted meanwhile: nothing more is asked for it.
         if (!conversation.deleted) {
           o.proposals.idle(conversation);
+          // Another conversation became current while this turn ended: its
+          // turns are read now, as a switch after its end reads them.
+          if (o.current() !== conversation) o.proposals.left(conversation);
           if (titled) {
             o.titles.request(id, { question: user, reply, model });
           }
