@@ -68,18 +68,15 @@ export function lastRequestOf(
   };
 }
 
-/**
- * The first turns the summary must cover before the next request: where
- * that request's window will start once it moves (a question of the last
- * one's size assumed), at most `coverable`; null when no move is due, or
- * when the last summary asked for that move (`failedAt`) could not be made.
- */
+/** Where the summary must reach before the next request (at most `coverable`), or null when no move is due or the last try at it failed. */
 export function dueSummary(
   deps: { ledger: TokenLedger; config: TurnConfig },
   source: SummarySource,
   coverable: number,
   failedAt: number | null,
 ): number | null {
+  // The next window is worked out for a question of the last one's size; a
+  // summary that failed for this very move (`failedAt`) is not asked again.
   const { turns, last } = source;
   const summarized = source.summary?.turns ?? 0;
   const due = Math.min(

@@ -10,6 +10,7 @@ import { describeError, log } from "../base/log.ts";
 import { refField } from "../protocol/protocol.ts";
 import type { Conversation } from "./conversation.ts";
 import { countTurn, turnError } from "./turn_end.ts";
+import { finishedEvents } from "./finished_events.ts";
 import type { IdleRunner } from "./idle_runner.ts";
 import type { StatusEvent, StatusView } from "./status.ts";
 import type { Summarizer } from "./summarizer.ts";
@@ -227,13 +228,14 @@ export class Replies {
         // Deleted meanwhile: nothing more is asked for it.
         if (!conversation.deleted) {
           o.proposals.idle(conversation);
-          // Another conversation became current while this turn ended: its
-          // turns are read now, as a switch after its end reads them.
-          if (o.current() !== conversation) o.proposals.left(conversation);
           if (titled) {
             o.titles.request(id, { question: user, reply, model });
           }
           if (o.config.compact) o.summaries.consider(conversation);
+          // Another conversation became current while this turn ended: its
+          // turns are read now, as a switch after its end reads them, behind
+          // its title and summary.
+          if (o.current() !== conversation) o.proposals.left(conversation);
         }
         o.side.resume();
         // The saved turn by its row: its id may be one a deleted turn had,
@@ -243,7 +245,7 @@ export class Replies {
     );
   }
 
-  /** The end of a turn, however it came: the one place `done`, a turn's `error` and `state idle` are made. */
+  /** The end of a turn, however it came: the one place `done`, a turn's `error` and `state idle` are sent. */
   #end(flight: Flight, outcome: Outcome): void {
     const o = this.#o;
     const { turn } = flight;
@@ -270,49 +272,15 @@ export class Replies {
           ...ref,
         });
         break;
-      case "finished": {
-        const { result, title } = outcome;
-        const { conversation } = turn;
-        const { id } = conversation;
-        o.publish({
-          type: "done",
-          id,
-          stopped: false,
-          ...(result.truncated
-            ? { truncated: true as const, truncated_by: result.truncated }
-            : {}),
-          ...(turn.replaces ? { replaces: true as const } : {}),
-          ...(result.timings ? { timings: result.timings } : {}),
-          ...ref,
-        });
-        if (id !== null && title !== null) {
-          o.publish({ type: "renamed", id, title });
-        }
-        const { plan } = result;
-        const window = {
-          sent: plan.sent,
-          total: plan.total,
-          summarized: conversation.summarized,
-        };
-        const memories = conversation.memories;
-        if (o.current() === conversation) {
-          o.publish({ type: "window", ...window, used: plan.used });
-        }
-        // What the server reported for this turn, or nothing: never a
-        // figure of another conversation's.
-        if (plan.used !== null) {
-          o.publish({
-            type: "ctx",
-            id,
-            used: plan.used,
-            // A refusal may have told the size /props did not.
-            max: plan.nCtx ?? o.status().ctx_max,
-            ...window,
-            memories,
-          });
-        }
+      case "finished":
+        finishedEvents({
+          turn,
+          result: outcome.result,
+          title: outcome.title,
+          current: o.current() === turn.conversation,
+          ctxMax: o.status().ctx_max,
+        }).forEach((event) => o.publish(event));
         break;
-      }
     }
     o.publish({ type: "state", state: "idle" });
     // A finished turn's title and summary requests wait for its count.

@@ -15,6 +15,7 @@ import { rescoreExact, type VectorHit } from "./vector_rescore.ts";
 import { scanCandidates } from "./vector_scan.ts";
 import { prepareSlots } from "./vector_slots.ts";
 
+/** A turn found near a query: its id, its conversation and its cosine score. */
 export type { VectorHit } from "./vector_rescore.ts";
 
 /** Tuning (plain numbers: the search worker receives them as data). */

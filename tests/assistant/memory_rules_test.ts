@@ -98,6 +98,7 @@ Deno.test("a conversation left right after its reply, before the turn is counted
   const proposed = await brain.next("proposed");
   assert.deepEqual(proposed.items.map((p) => p.text), ["Likes green tea"]);
   assert.equal(clock.now(), 0, "no idle spell went by");
+  assert.equal(clock.pending, 0, "no idle spell left running");
 });
 
 /** Every byte of every file under `dir`, as text where it is text. */
