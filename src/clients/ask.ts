@@ -15,12 +15,11 @@ import { writeAll, type Writer } from "../streams/write_all.ts";
 import { consoleSize } from "./terminal_text.ts";
 import { ASK_EXIT, STOPPED_ELSEWHERE, TurnPrinter } from "./ask_turn.ts";
 import {
-  asAttachments,
   type Attached,
   AttachError,
   checkCount,
-  checkLine,
   type FileSource,
+  questionCommand,
   readAttachment,
 } from "./attachments.ts";
 import { grantedEnv, homeDir, startDir } from "./chat_places.ts";
@@ -209,15 +208,10 @@ export async function runAsk(
     (call, allow) => client.send({ type: "approve", call, allow }),
     await markdownView(parsed, options),
   );
-  const command: Command = {
-    type: "ask",
-    text: question,
-    ref,
-    ...(files.length > 0 ? { files: asAttachments(files) } : {}),
-  };
+  let command: Command;
   try {
     // Refused here, the question never goes: the daemon would only skip it.
-    checkLine(command, files);
+    command = questionCommand("ask", question, ref, files);
   } catch (error) {
     if (!(error instanceof AttachError)) throw error;
     await writeAll(stderr, `${error.message}\n`);

@@ -260,3 +260,20 @@ export function checkLine(
     }; one question carries at most 1 MB (the daemon's line limit): shorten it`,
   );
 }
+
+/** A question (`ask` or `edit`) with the files attached, refused with an AttachError when its line would pass the daemon's limit. */
+export function questionCommand(
+  type: "ask" | "edit",
+  text: string,
+  ref: string,
+  files: readonly Attached[],
+): Command {
+  const command: Command = {
+    type,
+    text,
+    ref,
+    ...(files.length > 0 ? { files: asAttachments(files) } : {}),
+  };
+  checkLine(command, files);
+  return command;
+}

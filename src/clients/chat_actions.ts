@@ -8,7 +8,7 @@ import { type Awaiting, runSlash, type Waiting } from "./chat_commands.ts";
 import type { Command, Event } from "../protocol/protocol.ts";
 import { exported, type ExportPlace } from "./chat_export.ts";
 import type { AttachQueue } from "./chat_attach.ts";
-import { asAttachments, AttachError, checkLine } from "./attachments.ts";
+import { AttachError, questionCommand } from "./attachments.ts";
 import type { ChatQuestions, QuestionHost } from "./chat_questions.ts";
 
 /** What the actions need of the session. */
@@ -55,14 +55,9 @@ export class ChatActions {
     const host = this.#host;
     const files = host.attached.take();
     const ref = host.client.nextRef();
-    const command: Command = {
-      type,
-      text,
-      ref,
-      ...(files.length > 0 ? { files: asAttachments(files) } : {}),
-    };
+    let command: Command;
     try {
-      checkLine(command, files);
+      command = questionCommand(type, text, ref, files);
     } catch (error) {
       if (!(error instanceof AttachError)) throw error;
       host.attached.restore(files);
