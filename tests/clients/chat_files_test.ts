@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Renderer } from "../../src/clients/chat_render.ts";
 import type { FileView } from "../../src/protocol/protocol.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
 const FILES: FileView[] = [
   { name: "notes.txt", mime: "text/plain", bytes: 2150, kind: "text" },
@@ -36,17 +37,8 @@ Deno.test("a question's files show under it, with sizes and what each became: li
     opened,
     "── conversation #4 · 1 turn ──\n> Read it\n" + SHOWN + "Done.\n\n",
   );
-  const greeted = new Renderer({ colors: false, think: true }).hello({
-    type: "hello",
+  const greeted = new Renderer({ colors: false, think: true }).hello(idleHello({
     state: "thinking",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
-    id: null,
-    turns: [],
     pending: {
       id: null,
       user: "Look",
@@ -55,7 +47,7 @@ Deno.test("a question's files show under it, with sizes and what each became: li
       tools: [],
       files: FILES.slice(1, 2),
     },
-  });
+  }));
   assert.equal(
     greeted,
     "desktop-assistant · /help for commands\n> Look\n" +

@@ -7,6 +7,7 @@ import type { InputLog } from "../../src/clients/chat_history.ts";
 import type { DaemonClient, HelloEvent } from "../../src/clients/client.ts";
 import { LineEditor } from "../../src/clients/line_editor.ts";
 import type { Command, TurnView } from "../../src/protocol/protocol.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
 /** How the stand-in session is made. */
 export interface Options {
@@ -30,20 +31,11 @@ export function session(options: Options = {}) {
   const sent: Command[] = [];
   let refs = 0;
   let screen = "";
-  const hello: HelloEvent = {
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
+  const hello: HelloEvent = idleHello({
     id: options.turns ? 1 : null,
     turns: options.turns ?? [],
-    pending: null,
     ...options.hello,
-  };
+  });
   const client = {
     hello,
     nextRef: () => `ref-${++refs}`,

@@ -3,28 +3,24 @@ import { Renderer } from "../../src/clients/chat_render.ts";
 import { Screen } from "../support/screen.ts";
 import { textWidth } from "../../src/clients/terminal_text.ts";
 import type { BackendView, Event } from "../../src/protocol/protocol.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
 Deno.test("hello shows the meter when the last request left turns out", () => {
   const renderer = new Renderer({
     colors: false,
     think: true,
   });
-  const out = renderer.hello({
-    type: "hello",
-    state: "idle",
-    model: null,
+  const out = renderer.hello(idleHello({
     ctx_used: 2000,
     ctx_max: 2048,
     ctx_sent: 1,
     ctx_total: 2,
-    ctx_summarized: null,
     id: 2,
     turns: [
       { user: "A", reply: "a", tools: [] },
       { user: "B", reply: "b", tools: [] },
     ],
-    pending: null,
-  });
+  }));
   assert.equal(
     out,
     "desktop-assistant · /help for commands\n" +
@@ -38,16 +34,10 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
     colors: false,
     think: true,
   });
-  const out = renderer.hello({
-    type: "hello",
+  const out = renderer.hello(idleHello({
     state: "tool",
     tool: "date",
     model: "/srv/models/tiny.gguf",
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
     id: 7,
     turns: [{ user: "Hi", reply: "Hello.", tools: [] }],
     pending: {
@@ -57,7 +47,7 @@ Deno.test("hello shows the conversation and the reply in flight", () => {
       think: "Check.",
       tools: ["date"],
     },
-  });
+  }));
   assert.equal(
     out,
     "desktop-assistant · tiny · /help for commands\n" +
@@ -76,19 +66,10 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
     colors: false,
     think: true,
   });
-  const out = renderer.hello({
-    type: "hello",
+  const out = renderer.hello(idleHello({
     state: "thinking",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
-    id: null,
-    turns: [],
     pending: { id: 3, user: "Elsewhere?", reply: "Par", think: "", tools: [] },
-  });
+  }));
   assert.equal(
     out,
     "desktop-assistant · /help for commands\n" +
@@ -100,18 +81,10 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
   const asked = new Renderer({
     colors: false,
     think: true,
-  }).hello({
-    type: "hello",
+  }).hello(idleHello({
     state: "confirm",
     tool: "weather",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
     id: 7,
-    turns: [],
     pending: {
       id: 3,
       user: "Elsewhere?",
@@ -121,7 +94,7 @@ Deno.test("hello leaves out a reply in flight that belongs to another conversati
       confirm,
     },
     confirm,
-  });
+  }));
   assert.ok(
     asked.endsWith('run weather {"place": "Oslo"}? [y/N] '),
     JSON.stringify(asked),
@@ -197,20 +170,10 @@ Deno.test("a private conversation says so in its header, on connect and on switc
     colors: false,
     think: true,
   });
-  const hello = renderer.hello({
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
-    id: null,
+  const hello = renderer.hello(idleHello({
     turns: [{ user: "Secret?", reply: "Kept in memory.", tools: [] }],
-    pending: null,
     private: true,
-  });
+  }));
   assert.equal(
     hello,
     "desktop-assistant · /help for commands\n" +
@@ -239,20 +202,9 @@ Deno.test("the header line says the backend state; a change shows as a line of i
   });
   const url = "http://127.0.0.1:8080";
   const hello = (backend: BackendView) =>
-    renderer.hello({
-      type: "hello",
-      state: "idle",
-      model: null,
-      ctx_used: null,
-      ctx_max: null,
-      ctx_sent: null,
-      ctx_total: null,
-      ctx_summarized: null,
+    renderer.hello(idleHello({
       backend,
-      id: null,
-      turns: [],
-      pending: null,
-    });
+    }));
   assert.equal(
     hello({
       state: "up",
@@ -315,20 +267,9 @@ Deno.test("the backend line shows again only when what it says changes", () => {
     ctx_max: 4096,
     message: null,
   };
-  renderer.hello({
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
+  renderer.hello(idleHello({
     backend: up,
-    id: null,
-    turns: [],
-    pending: null,
-  });
+  }));
   // The context size and the url are not on the line: nothing to show.
   assert.equal(renderer.event({ type: "backend", ...up, ctx_max: 8192 }), "");
   assert.equal(
@@ -399,15 +340,7 @@ Deno.test("at 40 columns every line chat draws fits, broken between words", () =
     { type: "renamed", id: 12, title: "Weekend weather in Lisbon, Portugal" },
     { type: "conversation", id: 12, turns: [] },
   ];
-  const out = renderer.hello({
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
+  const out = renderer.hello(idleHello({
     backend: {
       state: "up",
       url,
@@ -415,10 +348,7 @@ Deno.test("at 40 columns every line chat draws fits, broken between words", () =
       ctx_max: 4096,
       message: null,
     },
-    id: null,
-    turns: [],
-    pending: null,
-  }) + events.map((event) => renderer.event(event)).join("") +
+  })) + events.map((event) => renderer.event(event)).join("") +
     renderer.confirm({
       call: "c1",
       tool: "weather",

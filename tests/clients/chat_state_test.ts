@@ -1,20 +1,12 @@
 import assert from "node:assert/strict";
 import { ChatState } from "../../src/clients/chat_state.ts";
 import type { HelloEvent } from "../../src/clients/client.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
-const HELLO: HelloEvent = {
-  type: "hello",
-  state: "idle",
-  model: null,
-  ctx_used: null,
-  ctx_max: null,
-  ctx_sent: null,
-  ctx_total: null,
-  ctx_summarized: null,
+const HELLO: HelloEvent = idleHello({
   id: 2,
   turns: [{ user: "First?", reply: "Yes.", tools: [] }],
-  pending: null,
-};
+});
 
 Deno.test("the last question follows finished turns of the conversation shown, not stopped ones", () => {
   const state = new ChatState(HELLO);

@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import type { HelloEvent } from "../../src/clients/client.ts";
 import { within } from "../support/client_harness.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
 /** A command as the client sent it. */
 export type Sent = Record<string, unknown> & { type: string };
@@ -33,20 +34,7 @@ export class ScriptedDaemon implements AsyncDisposable {
   /** Listens in a new runtime directory; greets with a `hello` of an idle daemon and a new conversation, with `hello` over it. */
   static async start(hello: Partial<HelloEvent> = {}): Promise<ScriptedDaemon> {
     const dir = await Deno.makeTempDir({ prefix: "da-scripted-" });
-    return new ScriptedDaemon(dir, {
-      type: "hello",
-      state: "idle",
-      model: null,
-      ctx_used: null,
-      ctx_max: null,
-      ctx_sent: null,
-      ctx_total: null,
-      ctx_summarized: null,
-      id: null,
-      turns: [],
-      pending: null,
-      ...hello,
-    });
+    return new ScriptedDaemon(dir, idleHello(hello));
   }
 
   /** Sends an event to the client. */

@@ -13,6 +13,7 @@ import {
 } from "../../src/server/server.ts";
 import { SocketClient } from "../support/socket_client.ts";
 import { within } from "../support/client_harness.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
 const encoder = new TextEncoder();
 
@@ -41,19 +42,9 @@ class ScriptedBrain implements Brain {
   hello(): Event {
     const after = this.afterHello;
     if (after) queueMicrotask(after);
-    return {
-      type: "hello",
-      state: "idle",
-      model: null,
-      ctx_used: null,
-      ctx_max: null,
-      ctx_sent: null,
-      ctx_total: null,
-      ctx_summarized: null,
-      id: null,
+    return idleHello({
       turns: this.asked.map((user) => ({ user, reply: "", tools: [] })),
-      pending: null,
-    };
+    });
   }
 
   async handle(command: Command, gone?: AbortSignal): Promise<Event | null> {

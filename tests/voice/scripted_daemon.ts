@@ -7,25 +7,13 @@ import type { HelloEvent } from "../../src/clients/client.ts";
 import { LineStream } from "../../src/streams/line_stream.ts";
 import { writeAll } from "../../src/streams/write_all.ts";
 import { within } from "./wait.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
 type Json = Record<string, unknown>;
 
 /** The greeting a daemon sends, with `listening`. */
 export function hello(listening = false): HelloEvent {
-  return {
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
-    id: null,
-    turns: [],
-    pending: null,
-    listening,
-  };
+  return idleHello({ listening });
 }
 
 /** A daemon that follows a test's script: it greets, records every command, answers `listen` as the daemon does, and sends what the test tells it to every client. */

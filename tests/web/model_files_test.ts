@@ -15,8 +15,7 @@ import type {
   FileView,
   TurnView,
 } from "../../src/protocol/protocol.ts";
-
-type Hello = Extract<Event, { type: "hello" }>;
+import { type Hello, idleHello } from "../support/hello_fixture.ts";
 
 const BACKEND_UP: BackendView = {
   state: "up",
@@ -27,21 +26,10 @@ const BACKEND_UP: BackendView = {
 };
 
 function hello(extra: Partial<Hello> = {}): Hello {
-  return {
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
+  return idleHello({
     backend: BACKEND_UP,
-    id: null,
-    turns: [],
-    pending: null,
     ...extra,
-  };
+  });
 }
 
 function feed(model: CanvasModel, ...events: Event[]): Set<string> {

@@ -14,26 +14,15 @@ import type {
   MemoryView,
   ProposalView,
 } from "../../src/protocol/protocol.ts";
-
-type Hello = Extract<Event, { type: "hello" }>;
+import { type Hello, idleHello } from "../support/hello_fixture.ts";
 
 /** A `hello` as `helloEvent` builds it, memories counted. */
 function hello(extra: Partial<Hello> = {}): Hello {
-  return {
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
+  return idleHello({
     id: 4,
-    turns: [],
-    pending: null,
     memories: 2,
     ...extra,
-  };
+  });
 }
 
 function feed(model: CanvasModel, ...events: Event[]) {

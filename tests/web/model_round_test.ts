@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { CanvasModel, NO_DAEMON } from "../../web/model.js";
 import { hitOf, shortModelName } from "../../web/model_parts.js";
 import type { Event, Timings } from "../../src/protocol/protocol.ts";
+import { idleHello as hello } from "../support/hello_fixture.ts";
 
-type Hello = Extract<Event, { type: "hello" }>;
 /** What the daemon's socket carries, one line each. */
 type Wire = Event;
 
@@ -19,23 +19,6 @@ function feed(model: CanvasModel, ...events: Wire[]) {
     for (const part of model.apply(event)) changed.add(part);
   }
   return changed;
-}
-
-function hello(extra: Partial<Hello> = {}): Hello {
-  return {
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
-    id: null,
-    turns: [],
-    pending: null,
-    ...extra,
-  };
 }
 
 /** Read afresh: an assertion on a field narrows its type for later reads. */

@@ -14,8 +14,8 @@ import type {
   HelloPending,
   TurnView,
 } from "../../src/protocol/protocol.ts";
+import { type Hello, idleHello } from "../support/hello_fixture.ts";
 
-type Hello = Extract<Event, { type: "hello" }>;
 /** What the daemon's socket carries, one line each. */
 type Wire = Event;
 
@@ -29,21 +29,10 @@ const BACKEND_UP: BackendView = {
 
 /** A `hello` as `helloEvent` builds it: every field present. */
 function hello(extra: Partial<Hello> = {}): Hello {
-  return {
-    type: "hello",
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    ctx_summarized: null,
+  return idleHello({
     backend: BACKEND_UP,
-    id: null,
-    turns: [],
-    pending: null,
     ...extra,
-  };
+  });
 }
 
 /** `hello.pending`: the reply in flight and the conversation it belongs to. */
