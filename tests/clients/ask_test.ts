@@ -21,6 +21,7 @@ import {
   type Script,
 } from "../support/fake_llm.ts";
 import { runs, weatherTools } from "../support/weather_tool.ts";
+import { idleHello } from "../support/hello_fixture.ts";
 
 Deno.test("ask prints exactly the answer, run with only the socket's grants", async () => {
   await using llm = await FakeLlm.start();
@@ -789,18 +790,7 @@ async function scriptedDaemon(
     const conn = await listener.accept();
     const write = (value: unknown) =>
       conn.write(new TextEncoder().encode(JSON.stringify(value) + "\n"));
-    await write({
-      type: "hello",
-      state: "idle",
-      model: null,
-      ctx_used: null,
-      ctx_max: null,
-      ctx_sent: null,
-      ctx_total: null,
-      id: null,
-      turns: [],
-      pending: null,
-    });
+    await write(idleHello());
     // Answers the first line, then reads until the client leaves.
     let text = "";
     let answered = false;

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Page } from "../support/puppeteer.ts";
+import type { FileView } from "../../src/protocol/protocol.ts";
 import { POLL } from "./scripted_daemon.ts";
 
 /** A 4×3 PNG, red. */
@@ -114,14 +115,14 @@ export async function thumbsDrawn(page: Page, selector: string, count: number) {
 }
 
 /** How the daemon shows red.png with a question (`user.files`, `conversation.turns[].files`). */
-export const RED_VIEW = {
+export const RED_VIEW: FileView = {
   name: "red.png",
   mime: "image/png",
   bytes: RED_PNG.length,
   kind: "image",
 };
 /** How the daemon shows notes.txt with a question. */
-export const NOTES_VIEW = {
+export const NOTES_VIEW: FileView = {
   name: "notes.txt",
   mime: "text/plain",
   bytes: NOTES.length,

@@ -10,6 +10,7 @@ import type { Page } from "../support/puppeteer.ts";
 import { chromiumMissing, TestBrowser } from "../support/browser.ts";
 import { within } from "../support/client_harness.ts";
 import { greeted, WebProcess } from "../support/web_harness.ts";
+import { type Hello, idleHello } from "../support/hello_fixture.ts";
 
 declare const document: {
   querySelector(selector: string): {
@@ -140,32 +141,26 @@ export class ScriptedDaemon implements AsyncDisposable {
 
 /** A scripted daemon, the canvas, a browser and a page greeted by the daemon (its `list` taken). */
 export async function stack(
-  hello: Record<string, unknown>,
+  hello: Partial<Hello>,
   viewport?: { width: number; height: number },
 ) {
   const home = await Deno.makeTempDir({ prefix: "da-web-proto-" });
   const runtime = join(home, "run");
   await Deno.mkdir(runtime, { mode: 0o700 });
   // Every field the daemon's `hello` carries (`helloEvent`).
-  const daemon = new ScriptedDaemon(runtime, {
-    state: "idle",
-    model: null,
-    ctx_used: null,
-    ctx_max: null,
-    ctx_sent: null,
-    ctx_total: null,
-    backend: {
-      state: "up",
-      url: "http://127.0.0.1:8080",
-      model: "qwen3-8b",
-      ctx_max: 4096,
-      message: null,
-    },
-    id: null,
-    turns: [],
-    pending: null,
-    ...hello,
-  });
+  const daemon = new ScriptedDaemon(
+    runtime,
+    idleHello({
+      backend: {
+        state: "up",
+        url: "http://127.0.0.1:8080",
+        model: "qwen3-8b",
+        ctx_max: 4096,
+        message: null,
+      },
+      ...hello,
+    }),
+  );
   const web = await WebProcess.start(daemon.path, runtime);
   const browser = await TestBrowser.launch();
   const page = await browser.page(web.url, viewport);
