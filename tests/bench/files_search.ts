@@ -37,6 +37,7 @@ import {
   type Row,
   type Section,
 } from "./report.ts";
+import { cachedFile } from "./cache_file.ts";
 
 /** Bump when the generated files change, so stale caches are not reused. */
 const FILES_VERSION = 1;
@@ -87,63 +88,57 @@ function withFiles(
       db.close();
     }
   };
-  try {
-    Deno.statSync(path);
-    return summary(0, true);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  progress(`files: adding text files to one turn in five…`);
   const started = performance.now();
-  const partial = `${path}.partial`;
-  copyHistory(base.path, partial);
-  // The daemon's schema, the files' tables included.
-  new Store(partial).close();
-  const random = new Random(options.seed + 101);
-  const db = new DatabaseSync(partial);
-  try {
-    db.exec("PRAGMA journal_mode = MEMORY");
-    db.exec("PRAGMA synchronous = OFF");
-    db.exec("PRAGMA cache_size = -262144");
-    const add = db.prepare(
-      `INSERT INTO turn_files(turn, idx, name, mime, bytes, kind, text, data)
-       VALUES (?, 0, ?, 'text/plain', ?, 'text', ?, NULL)`,
-    );
-    const read = db.prepare("SELECT messages FROM turns WHERE id = ?");
-    const write = db.prepare("UPDATE turns SET messages = ? WHERE id = ?");
-    const top = Number(
-      db.prepare("SELECT max(id) AS top FROM turns").get()?.top ?? 0,
-    );
-    db.exec("BEGIN");
-    for (let turn = 1; turn <= top; turn++) {
-      if (random.next() >= SHARE) continue;
-      const name = random.pick(FILE_NAMES);
-      const text = fileText(
-        random,
-        random.logInt(1024, 6144),
-        random.next() < 1 / 2000,
+  const cached = cachedFile(path, (partial) => {
+    progress(`files: adding text files to one turn in five…`);
+    copyHistory(base.path, partial);
+    // The daemon's schema, the files' tables included.
+    new Store(partial).close();
+    const random = new Random(options.seed + 101);
+    const db = new DatabaseSync(partial);
+    try {
+      db.exec("PRAGMA journal_mode = MEMORY");
+      db.exec("PRAGMA synchronous = OFF");
+      db.exec("PRAGMA cache_size = -262144");
+      const add = db.prepare(
+        `INSERT INTO turn_files(turn, idx, name, mime, bytes, kind, text, data)
+         VALUES (?, 0, ?, 'text/plain', ?, 'text', ?, NULL)`,
       );
-      const bytes = new TextEncoder().encode(text).length;
-      add.run(turn, name, bytes, text);
-      // The question as sent: its text, then the file named and fenced.
-      const messages = JSON.parse(String(read.get(turn)?.messages ?? "[]"));
-      if (messages[0]) {
-        messages[0].content += `\n\nFile ${name}:\n\`\`\`\n${text}\n\`\`\``;
-        write.run(JSON.stringify(messages), turn);
+      const read = db.prepare("SELECT messages FROM turns WHERE id = ?");
+      const write = db.prepare("UPDATE turns SET messages = ? WHERE id = ?");
+      const top = Number(
+        db.prepare("SELECT max(id) AS top FROM turns").get()?.top ?? 0,
+      );
+      db.exec("BEGIN");
+      for (let turn = 1; turn <= top; turn++) {
+        if (random.next() >= SHARE) continue;
+        const name = random.pick(FILE_NAMES);
+        const text = fileText(
+          random,
+          random.logInt(1024, 6144),
+          random.next() < 1 / 2000,
+        );
+        const bytes = new TextEncoder().encode(text).length;
+        add.run(turn, name, bytes, text);
+        // The question as sent: its text, then the file named and fenced.
+        const messages = JSON.parse(String(read.get(turn)?.messages ?? "[]"));
+        if (messages[0]) {
+          messages[0].content += `\n\nFile ${name}:\n\`\`\`\n${text}\n\`\`\``;
+          write.run(JSON.stringify(messages), turn);
+        }
+        if (turn % 50_000 === 0) {
+          db.exec("COMMIT");
+          db.exec("BEGIN");
+        }
       }
-      if (turn % 50_000 === 0) {
-        db.exec("COMMIT");
-        db.exec("BEGIN");
-      }
+      db.exec("COMMIT");
+      db.exec("PRAGMA journal_mode = WAL");
+    } finally {
+      db.close();
     }
-    db.exec("COMMIT");
-    db.exec("PRAGMA journal_mode = WAL");
-  } finally {
-    db.close();
-  }
-  new Store(partial).close();
-  Deno.renameSync(partial, path);
-  return summary((performance.now() - started) / 1000, false);
+    new Store(partial).close();
+  });
+  return summary(cached ? 0 : (performance.now() - started) / 1000, cached);
 }
 
 interface Figures {

@@ -10,6 +10,7 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { Store } from "../../src/store/store.ts";
+import { cachedFile } from "./cache_file.ts";
 
 /** Bump when the generated text changes, so stale caches are not reused. */
 const GENERATOR_VERSION = 2;
@@ -532,27 +533,14 @@ export function generated(
       db.close();
     }
   };
-  try {
-    Deno.statSync(path);
-    return counts(0, true);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  const partial = `${path}.partial`;
-  for (const file of [partial, `${partial}-wal`, `${partial}-shm`]) {
-    try {
-      Deno.removeSync(file);
-    } catch {
-      // Absent: nothing to clear.
-    }
-  }
   const started = performance.now();
-  new Store(partial).close();
-  generateInto(partial, options);
-  // The store's close runs PRAGMA optimize, as the daemon does on exit.
-  new Store(partial).close();
-  Deno.renameSync(partial, path);
-  return counts((performance.now() - started) / 1000, false);
+  const cached = cachedFile(path, (partial) => {
+    new Store(partial).close();
+    generateInto(partial, options);
+    // The store's close runs PRAGMA optimize, as the daemon does on exit.
+    new Store(partial).close();
+  });
+  return counts(cached ? 0 : (performance.now() - started) / 1000, cached);
 }
 
 /** Copies a generated file (without its sidecars) to `target`. */

@@ -10,6 +10,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { encodeVector } from "../../src/store/vector_codec.ts";
 import { count, progress } from "./report.ts";
+import { cachedFile } from "./cache_file.ts";
 
 /** Dimensions of every generated vector. */
 export const DIM = 768;
@@ -105,55 +106,47 @@ const convOf = (turn: number): number => Math.floor((turn - 1) / 12) + 1;
 export function vectorFile(world: World, n: number, dir: string): string {
   Deno.mkdirSync(dir, { recursive: true });
   const path = `${dir}/vectors-v${GENERATOR_VERSION}-seed${world.seed}-${n}.db`;
-  try {
-    Deno.statSync(path);
+  const started = performance.now();
+  const cached = cachedFile(path, (partial) => {
+    const db = new DatabaseSync(partial);
+    db.exec(`PRAGMA journal_mode = WAL;
+      CREATE TABLE conversations(id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT);
+      CREATE TABLE turns(id INTEGER PRIMARY KEY,
+        conv INTEGER REFERENCES conversations ON DELETE CASCADE, user TEXT);
+      CREATE TABLE deleted_conversations(
+        id INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE);
+      CREATE TABLE vectors(turn INTEGER PRIMARY KEY REFERENCES turns ON DELETE CASCADE,
+        model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);`);
+    const conv = db.prepare(
+      "INSERT OR IGNORE INTO conversations(id) VALUES (?)",
+    );
+    const turn = db.prepare("INSERT INTO turns(id, conv) VALUES (?, ?)");
+    const vector = db.prepare(
+      "INSERT INTO vectors(turn, model, dim, data) VALUES (?, ?, ?, ?)",
+    );
+    const out = new Float32Array(DIM);
+    db.exec("BEGIN");
+    for (let k = 0; k < n; k++) {
+      const t = turnOf(k);
+      if (k > 0 && k % 100 === 0) {
+        conv.run(convOf(t - 1));
+        turn.run(t - 1, convOf(t - 1));
+      }
+      conv.run(convOf(t));
+      turn.run(t, convOf(t));
+      vector.run(t, MODEL, DIM, encodeVector(world.vector(k, out)));
+      if (k % 50_000 === 49_999) {
+        db.exec("COMMIT; BEGIN");
+        progress(`  generated ${count(k + 1)} vectors`);
+      }
+    }
+    db.exec("COMMIT; PRAGMA wal_checkpoint(TRUNCATE)");
+    db.close();
+  });
+  if (cached) {
     progress(`  from the cache: ${path}`);
     return path;
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
-  const started = performance.now();
-  const partial = `${path}.partial`;
-  for (const end of ["", "-wal", "-shm"]) {
-    try {
-      Deno.removeSync(partial + end);
-    } catch {
-      // Absent: nothing to clear.
-    }
-  }
-  const db = new DatabaseSync(partial);
-  db.exec(`PRAGMA journal_mode = WAL;
-    CREATE TABLE conversations(id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT);
-    CREATE TABLE turns(id INTEGER PRIMARY KEY,
-      conv INTEGER REFERENCES conversations ON DELETE CASCADE, user TEXT);
-    CREATE TABLE deleted_conversations(
-      id INTEGER PRIMARY KEY REFERENCES conversations ON DELETE CASCADE);
-    CREATE TABLE vectors(turn INTEGER PRIMARY KEY REFERENCES turns ON DELETE CASCADE,
-      model TEXT NOT NULL, dim INTEGER NOT NULL, data BLOB NOT NULL);`);
-  const conv = db.prepare("INSERT OR IGNORE INTO conversations(id) VALUES (?)");
-  const turn = db.prepare("INSERT INTO turns(id, conv) VALUES (?, ?)");
-  const vector = db.prepare(
-    "INSERT INTO vectors(turn, model, dim, data) VALUES (?, ?, ?, ?)",
-  );
-  const out = new Float32Array(DIM);
-  db.exec("BEGIN");
-  for (let k = 0; k < n; k++) {
-    const t = turnOf(k);
-    if (k > 0 && k % 100 === 0) {
-      conv.run(convOf(t - 1));
-      turn.run(t - 1, convOf(t - 1));
-    }
-    conv.run(convOf(t));
-    turn.run(t, convOf(t));
-    vector.run(t, MODEL, DIM, encodeVector(world.vector(k, out)));
-    if (k % 50_000 === 49_999) {
-      db.exec("COMMIT; BEGIN");
-      progress(`  generated ${count(k + 1)} vectors`);
-    }
-  }
-  db.exec("COMMIT; PRAGMA wal_checkpoint(TRUNCATE)");
-  db.close();
-  Deno.renameSync(partial, path);
   progress(
     `  generated in ${((performance.now() - started) / 1000).toFixed(0)} s`,
   );
