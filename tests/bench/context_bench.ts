@@ -29,7 +29,7 @@ import {
   type Row,
   within,
 } from "./report.ts";
-import { stampedReply } from "./stream_bench.ts";
+import { askTimed } from "./first_token.ts";
 
 /** Sizes of the context runs. */
 export interface ContextSizes {
@@ -190,19 +190,9 @@ async function side(
 
 /** One ask, stopped after its first token so nothing is saved: returns the daemon's added time to that token. */
 async function askOnce(side: Side): Promise<number> {
-  const { llm, client } = side;
-  let firstSent = 0;
-  llm.enqueue(stampedReply(1_000_000, 5, (at) => firstSent = at));
-  const index = llm.chats.length;
-  const first = client.wait((e) => e.type === "token");
-  const written = await client.send({ type: "ask", text: "And then?" });
-  const { at } = await within(first, "the first token");
-  const done = client.wait((e) => e.type === "done");
-  await client.send({ type: "stop" });
-  await within(done, "done after stop");
-  const request = llm.chats[index]!;
+  const { added, request } = await askTimed(side);
   side.sent = historySent(request.body);
-  return at - written - (firstSent - request.at);
+  return added;
 }
 
 async function firstToken(sizes: ContextSizes, smoke: boolean) {

@@ -68,11 +68,11 @@ export async function startSide(options: SideOptions): Promise<Side> {
   };
 }
 
-/** One ask, stopped after its first token: the daemon's added time to that token; `own` picks the ask's request among those the fake saw since. */
-export async function askOnce(
-  side: Side,
+/** One ask, stopped after its first token: the daemon's added time to that token, and the ask's request, picked by `own` among those the fake saw since. */
+export async function askTimed(
+  side: Pick<Side, "llm" | "client">,
   own: (request: RecordedRequest) => boolean = () => true,
-): Promise<number> {
+): Promise<{ added: number; request: RecordedRequest }> {
   const { llm, client } = side;
   let firstSent = 0;
   llm.enqueue(stampedReply(1_000_000, 5, (at) => firstSent = at));
@@ -85,7 +85,15 @@ export async function askOnce(
   await within(done, "done after stop");
   const request = llm.chats.slice(index).find(own);
   if (request === undefined) throw new Error("The ask's request is missing");
-  return at - written - (firstSent - request.at);
+  return { added: at - written - (firstSent - request.at), request };
+}
+
+/** One ask, stopped after its first token: the daemon's added time to that token; `own` picks the ask's request among those the fake saw since. */
+export async function askOnce(
+  side: Pick<Side, "llm" | "client">,
+  own?: (request: RecordedRequest) => boolean,
+): Promise<number> {
+  return (await askTimed(side, own)).added;
 }
 
 /** A row comparing the added first-token time of a busy side with a quiet one. */

@@ -29,7 +29,7 @@ import {
   type Row,
   within,
 } from "./report.ts";
-import { stampedReply } from "./stream_bench.ts";
+import { askOnce } from "./first_token.ts";
 
 /** Sizes of the prompt runs. */
 export interface PromptSizes {
@@ -307,22 +307,9 @@ async function summaryInFlight(llm: FakeLlm): Promise<void> {
 }
 
 /** One ask, stopped after its first token so nothing is saved: the daemon's added time to that token. */
-async function askOnce(side: Side, during: boolean): Promise<number> {
-  const { llm, client } = side;
-  if (during) await summaryInFlight(llm);
-  let firstSent = 0;
-  llm.enqueue(stampedReply(1_000_000, 5, (at) => firstSent = at));
-  const index = llm.chats.length;
-  const first = client.wait((e) => e.type === "token");
-  const written = await client.send({ type: "ask", text: "And then?" });
-  const { at } = await within(first, "the first token");
-  const done = client.wait((e) => e.type === "done");
-  await client.send({ type: "stop" });
-  await within(done, "done after stop");
-  const request = llm.chats.slice(index).find((c) =>
-    !isSummaryRequest(c.body)
-  )!;
-  return at - written - (firstSent - request.at);
+async function askDuring(side: Side, during: boolean): Promise<number> {
+  if (during) await summaryInFlight(side.llm);
+  return await askOnce(side, (c) => !isSummaryRequest(c.body));
 }
 
 async function duringSummary(sizes: PromptSizes, smoke: boolean): Promise<Row> {
@@ -332,12 +319,12 @@ async function duringSummary(sizes: PromptSizes, smoke: boolean): Promise<Row> {
   await using busy = await side(true, true);
   await using quiet = await side(false, false);
   for (let i = 0; i < 2; i++) {
-    await askOnce(busy, true);
-    await askOnce(quiet, false);
+    await askDuring(busy, true);
+    await askDuring(quiet, false);
   }
   for (let i = 0; i < sizes.asks; i++) {
-    busy.added.push(await askOnce(busy, true));
-    quiet.added.push(await askOnce(quiet, false));
+    busy.added.push(await askDuring(busy, true));
+    quiet.added.push(await askDuring(quiet, false));
   }
   const difference = median(busy.added) - median(quiet.added);
   return {
