@@ -16,9 +16,8 @@ import {
 } from "../../src/assistant/token_ledger.ts";
 import { resolvePaths } from "../../src/base/paths.ts";
 import { Store } from "../../src/store/store.ts";
-import { Daemon, daemonEnv } from "../support/daemon_harness.ts";
-import { countTokens, FakeLlm } from "../support/fake_llm.ts";
-import { BenchClient } from "./bench_client.ts";
+import { daemonEnv } from "../support/daemon_harness.ts";
+import { countTokens } from "../support/fake_llm.ts";
 import { Random, TextGenerator } from "./history_gen.ts";
 import {
   type GroupResult,
@@ -29,7 +28,7 @@ import {
   type Row,
   within,
 } from "./report.ts";
-import { askTimed } from "./first_token.ts";
+import { askTimed, type Side as BaseSide, startSide } from "./first_token.ts";
 
 /** Sizes of the context runs. */
 export interface ContextSizes {
@@ -147,10 +146,7 @@ function seedHistory(
 }
 
 /** A daemon on its own history and fake llama-server, its one conversation open. */
-interface Side extends AsyncDisposable {
-  llm: FakeLlm;
-  client: BenchClient;
-  added: number[];
+interface Side extends BaseSide {
   sent: number;
 }
 
@@ -160,32 +156,18 @@ async function side(
 ): Promise<Side> {
   const home = await Deno.makeTempDir({ prefix: "da-bench-context-" });
   const id = seedHistory(home, history, counts);
-  const llm = await FakeLlm.start({
-    models: [{ id: "/srv/models/tiny.gguf", nCtx: 4096 }],
-  });
-  // Every turn may go: only the context limits the history sent.
-  const daemon = await Daemon.start({
-    llmUrl: llm.url,
-    home,
+  const started = await startSide({
+    llm: { models: [{ id: "/srv/models/tiny.gguf", nCtx: 4096 }] },
+    // Every turn may go: only the context limits the history sent.
     config: "history_turns = 1000\n",
+    home,
+    warmups: 0,
   });
-  const client = await BenchClient.connect(daemon.paths.socketPath);
-  await within(client.wait((e) => e.type === "hello"), "hello");
+  const { client } = started;
   const opened = client.wait((e) => e.type === "conversation");
   await client.send({ type: "open", id });
   await within(opened, "the conversation");
-  return {
-    llm,
-    client,
-    added: [],
-    sent: 0,
-    async [Symbol.asyncDispose]() {
-      await client.close();
-      await daemon[Symbol.asyncDispose]();
-      await llm[Symbol.asyncDispose]();
-      await Deno.remove(home, { recursive: true });
-    },
-  };
+  return Object.assign(started, { sent: 0 });
 }
 
 /** One ask, stopped after its first token so nothing is saved: returns the daemon's added time to that token. */

@@ -9,7 +9,6 @@
  * first token of a question asked while a summary is being made.
  */
 import { LocalDaemon } from "../support/assistant_harness.ts";
-import { Daemon } from "../support/daemon_harness.ts";
 import {
   askedQuestion,
   FakeLlm,
@@ -19,7 +18,6 @@ import {
 } from "../support/fake_llm.ts";
 import { promptTokens } from "../support/fake_llm_context.ts";
 import { isIdle } from "../support/socket_client.ts";
-import { BenchClient } from "./bench_client.ts";
 import {
   type GroupResult,
   median,
@@ -29,7 +27,7 @@ import {
   type Row,
   within,
 } from "./report.ts";
-import { askOnce } from "./first_token.ts";
+import { askOnce, type Side, startSide } from "./first_token.ts";
 
 /** Sizes of the prompt runs. */
 export interface PromptSizes {
@@ -247,51 +245,28 @@ async function costRows(sizes: PromptSizes, smoke: boolean): Promise<{
   return { rows, summaryRow: summaryRow! };
 }
 
-/** A daemon subprocess with a conversation of `turns` turns, and a client. */
-interface Side extends AsyncDisposable {
-  llm: FakeLlm;
-  client: BenchClient;
-  added: number[];
-}
-
-async function side(compact: boolean, summaryHeld: boolean): Promise<Side> {
-  const llm = await FakeLlm.start({
-    defaultScript: {
-      steps(context) {
-        // A summary that takes its time: every question of the run comes
-        // while one is being written.
-        const script = isSummaryRequest(context.body)
-          ? reply({
-            content: Array.from({ length: 2000 }, () => " word"),
-            tokenDelayMs: summaryHeld ? 50 : 0,
-          })
-          : reply({ content: ["A short answer."] });
-        if (!("steps" in script)) throw new TypeError("a script with steps");
-        return script.steps(context);
+/** A daemon subprocess with five turns asked, its fake llama-server holding each summary request `summaryHeld`. */
+function side(compact: boolean, summaryHeld: boolean): Promise<Side> {
+  return startSide({
+    llm: {
+      defaultScript: {
+        steps(context) {
+          // A summary that takes its time: every question of the run comes
+          // while one is being written.
+          const script = isSummaryRequest(context.body)
+            ? reply({
+              content: Array.from({ length: 2000 }, () => " word"),
+              tokenDelayMs: summaryHeld ? 50 : 0,
+            })
+            : reply({ content: ["A short answer."] });
+          if (!("steps" in script)) throw new TypeError("a script with steps");
+          return script.steps(context);
+        },
       },
     },
-  });
-  const daemon = await Daemon.start({
-    llmUrl: llm.url,
     config: `history_turns = 4\ncompact = ${compact}\n`,
+    warmups: 5,
   });
-  const client = await BenchClient.connect(daemon.paths.socketPath);
-  await within(client.wait((e) => e.type === "hello"), "hello");
-  for (let n = 1; n <= 5; n++) {
-    const idle = client.wait((e) => e.type === "state" && e.state === "idle");
-    await client.send({ type: "ask", text: `Warm-up question ${n}` });
-    await within(idle, "a warm-up turn");
-  }
-  return {
-    llm,
-    client,
-    added: [],
-    async [Symbol.asyncDispose]() {
-      await client.close();
-      await daemon[Symbol.asyncDispose]();
-      await llm[Symbol.asyncDispose]();
-    },
-  };
 }
 
 /** Waits until a summary request is being answered. */
