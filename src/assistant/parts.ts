@@ -160,6 +160,7 @@ export function assemble(options: AssistantOptions, hooks: Hooks): Parts {
     config: memoryConfig,
     runner: side,
     publish,
+    current: hooks.current,
     ...(options.idleTimer ? { timer: options.idleTimer } : {}),
   });
   archive = new Archive({

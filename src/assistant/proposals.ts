@@ -43,6 +43,8 @@ export interface ProposerOptions {
   config: Pick<Config, "memory" | "memory_idle" | "request">;
   runner: IdleRunner;
   publish(event: Event): void;
+  /** The conversation shown now: a turn that ends in another one is read at once, as a switch after its end would. */
+  current(): Conversation;
   timer?: IdleTimer;
 }
 
@@ -81,10 +83,15 @@ export class Proposer implements Disposable {
     return [...this.#waiting.values()].map(({ folded: _, ...view }) => view);
   }
 
-  /** A turn of the conversation ended: its idle spell starts now. */
+  /** A turn of the conversation ended: its idle spell starts now, or it is read now when another conversation became current meanwhile. */
   idle(conversation: Conversation): void {
     if (!this.#wanted(conversation)) return;
     this.#tries.delete(conversation);
+    if (this.#o.current() !== conversation) {
+      this.#spells.stop(conversation);
+      this.#queue(conversation);
+      return;
+    }
     this.#spells.start(
       conversation,
       this.#o.config.memory_idle * 1000,

@@ -37,11 +37,10 @@ export interface RepliesOptions {
   summaries: Summarizer;
   /** The turns' vectors: paused while a reply runs, told when one ends. */
   indexer: Pick<Indexer, "pause" | "kick"> | null;
-  /** Told when a conversation's turn starts and ends: facts are proposed after an idle spell, or once another conversation is current. */
+  /** Told when a conversation's turn starts and ends: facts are proposed after an idle spell. */
   proposals: {
     busy(conversation: Conversation): void;
     idle(conversation: Conversation): void;
-    left(conversation: Conversation): void;
   };
   now: () => Date;
   /** Aborts once the daemon is shutting down. */
@@ -227,15 +226,12 @@ export class Replies {
       countTurn(conversation, kept.held, result.plan).finally(() => {
         // Deleted meanwhile: nothing more is asked for it.
         if (!conversation.deleted) {
-          o.proposals.idle(conversation);
           if (titled) {
             o.titles.request(id, { question: user, reply, model });
           }
           if (o.config.compact) o.summaries.consider(conversation);
-          // Another conversation became current while this turn ended: its
-          // turns are read now, as a switch after its end reads them, behind
-          // its title and summary.
-          if (o.current() !== conversation) o.proposals.left(conversation);
+          // Last: when it is read at once, its title and summary go first.
+          o.proposals.idle(conversation);
         }
         o.side.resume();
         // The saved turn by its row: its id may be one a deleted turn had,
