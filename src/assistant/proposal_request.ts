@@ -8,10 +8,12 @@
  */
 import { AssistantError } from "../base/errors.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
-import { chatBody, type ModelChoice } from "../llm/client.ts";
+import type { ModelChoice } from "../llm/client.ts";
 import { cleanMemory } from "../protocol/protocol.ts";
 import { folded } from "../store/store.ts";
 import type { ModelSource } from "./turn.ts";
+import { withoutThinking } from "../llm/think_tags.ts";
+import { summaryBody } from "./summary_request.ts";
 
 /** Most facts one request may propose. */
 const MAX_FACTS = 3;
@@ -55,17 +57,15 @@ export interface FactsRequest {
 /** The facts the model proposes from the turns; AssistantError when its answer is unfinished or not `{"facts": [string]}`. */
 export async function askFacts(input: FactsRequest): Promise<string[]> {
   const { llm, model, signal } = input;
-  const body = chatBody({
+  // Bounded as a summary is: thinking off, its own limit whatever [request] says.
+  const body = summaryBody({
     model: model.id,
     messages: factsMessages(input.known, input.turns),
-    tools: [],
-    thinking: false,
-    extra: input.request,
+    schemas: [],
+    request: input.request,
     cacheReuse: 0,
+    maxTokens: MAX_TOKENS,
   });
-  delete body.n_predict;
-  delete body.max_completion_tokens;
-  body.max_tokens = MAX_TOKENS;
   body.response_format = {
     type: "json_schema",
     json_schema: { name: "facts", schema: FACTS_SCHEMA },
@@ -96,7 +96,7 @@ export function newFacts(
   facts: readonly string[],
   refused: ReadonlySet<string>,
   waiting: Iterable<string>,
-  kept: (text: string) => boolean,
+  kept: ReadonlySet<string>,
 ): NewFact[] {
   const seen = new Set(waiting);
   const fresh: NewFact[] = [];
@@ -104,7 +104,7 @@ export function newFacts(
     const text = cleanMemory(fact);
     if (text === null) continue;
     const key = folded(text);
-    if (seen.has(key) || refused.has(key) || kept(text)) continue;
+    if (seen.has(key) || refused.has(key) || kept.has(key)) continue;
     seen.add(key);
     fresh.push({ text, folded: key });
     if (fresh.length === MAX_FACTS) break;
@@ -149,7 +149,7 @@ function knownList(memories: readonly { text: string }[]): string {
 
 /** The facts of a proposal answer; AssistantError when it is not `{"facts": [string]}`. */
 function factsOf(answer: string): string[] {
-  const bare = answer.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim();
+  const bare = withoutThinking(answer).trim();
   let parsed: unknown;
   try {
     parsed = JSON.parse(bare);

@@ -10,6 +10,7 @@ import { chatBody } from "../llm/client.ts";
 import type { ChatMessage } from "../llm/chat_types.ts";
 import { replayTurns } from "./history_window.ts";
 import { SUMMARY_INTRO } from "./prompt.ts";
+import { withoutThinking } from "../llm/think_tags.ts";
 
 /** Roughly how many words a token limit leaves room for. */
 const WORDS_PER_TOKEN = 0.6;
@@ -184,7 +185,7 @@ export function summaryBody(input: SummaryBodyInput): Record<string, unknown> {
 /** The summary in what the model wrote: no reasoning, no label before it; null when nothing is left. */
 export function summaryFrom(text: string): string | null {
   // A block that never closed is reasoning to the end.
-  const bare = text.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim()
+  const bare = withoutThinking(text).trim()
     .replace(
       new RegExp(
         `^(?:#+\\s*)?(?:\\*\\*)?(?:${

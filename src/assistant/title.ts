@@ -12,6 +12,7 @@ import type { ChatMessage } from "../llm/chat_types.ts";
 import { cleanTitle, type Event } from "../protocol/protocol.ts";
 import type { IdleRunner } from "./idle_runner.ts";
 import type { ModelSource } from "./turn.ts";
+import { withoutThinking } from "../llm/think_tags.ts";
 
 /** Most tokens a title request may generate. */
 export const TITLE_MAX_TOKENS = 24;
@@ -61,7 +62,7 @@ export function titleMessages(source: TitleSource): ChatMessage[] {
 
 /** The title in what the model wrote: its first line, without quotes, a `Title:` label or a final full stop; null when nothing usable is left. */
 export function titleFrom(text: string): string | null {
-  const line = text.replace(/<think>[\s\S]*?(<\/think>|$)/g, "")
+  const line = withoutThinking(text)
     .split("\n").map((part) => part.trim()).find((part) => part !== "") ?? "";
   let bare = line.replace(/^#+\s*/, "").replace(/^title\s*:\s*/i, "");
   // `"A title".` and `**A title.**`: quotes and full stops, in any order.

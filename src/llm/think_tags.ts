@@ -104,3 +104,8 @@ export class ThinkTagStream extends TransformStream<Delta, Delta> {
     });
   }
 }
+
+/** A side request's answer without its reasoning: every `<think>` block, one never closed running to the end. */
+export function withoutThinking(text: string): string {
+  return text.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "");
+}
