@@ -3,7 +3,7 @@
  * one timer per conversation, started anew when a turn ends and stopped by
  * a question, so only a conversation left quiet for a while is read.
  */
-import type { PollTimer } from "../llm/backend.ts";
+import { type PollTimer, REAL_TIMER } from "../llm/backend.ts";
 import type { Conversation } from "./conversation.ts";
 
 /** A timer the proposer waits with (injected in tests): the backend poller's kind. */
@@ -16,10 +16,7 @@ export class IdleSpells implements Disposable {
 
   /** No spell running; `timer` absent: the runtime's own. */
   constructor(timer: IdleTimer | undefined) {
-    this.#timer = timer ?? {
-      set: (callback, ms) => setTimeout(callback, ms),
-      cancel: (handle) => clearTimeout(handle as number),
-    };
+    this.#timer = timer ?? REAL_TIMER;
   }
 
   /** Starts the conversation's spell anew: `ended` runs once it has lasted `ms`. */

@@ -22,7 +22,7 @@
  */
 import { AssistantError } from "../base/errors.ts";
 import { describeError, log } from "../base/log.ts";
-import type { PollTimer } from "../llm/backend.ts";
+import { type PollTimer, REAL_TIMER } from "../llm/backend.ts";
 import type { Embedder } from "../llm/embeddings.ts";
 import type { Event } from "../protocol/protocol.ts";
 import {
@@ -67,11 +67,6 @@ interface Range {
 type Work =
   | { kind: "named"; rows: TurnText[]; named: number[] }
   | { kind: "above" | "backlog"; rows: TurnText[]; range: Range };
-
-const REAL_TIMER: PollTimer = {
-  set: (run, ms) => setTimeout(run, ms),
-  cancel: (handle) => clearTimeout(handle as number),
-};
 
 /** The turns' vectors, made in the background. */
 export class Indexer implements Disposable {

@@ -18,7 +18,8 @@ export interface PollTimer {
   cancel(handle: unknown): void;
 }
 
-const REAL_TIMER: PollTimer = {
+/** The runtime's own timers. */
+export const REAL_TIMER: PollTimer = {
   set: (run, ms) => setTimeout(run, ms),
   cancel: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
