@@ -18,7 +18,7 @@ import {
   type Ref,
   refField,
 } from "../protocol/protocol.ts";
-import { folded, type Memories, type StoredMemory } from "../store/store.ts";
+import type { Memories, StoredMemory } from "../store/store.ts";
 import { localStamp } from "./prompt.ts";
 
 /** How the memories are introduced at the end of the system message. */
@@ -75,14 +75,6 @@ export class MemoryBook {
   /** How many memories there are. */
   count(): number {
     return this.#o.memories.count();
-  }
-
-  /** Whether a fact is one already kept (case and spacing aside). */
-  keeps(fact: string): boolean {
-    const wanted = folded(fact);
-    return this.#o.memories.list().some((memory) =>
-      folded(memory.text) === wanted
-    );
   }
 
   /** Adds a memory (or, with `id`, rewrites it) and tells every client; returns its id. */

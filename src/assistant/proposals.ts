@@ -237,7 +237,7 @@ export class Proposer implements Disposable {
       facts,
       memories.refused(),
       [...this.#waiting.values()].map((w) => w.folded),
-      (text) => this.#o.book.keeps(text),
+      new Set(memories.list().map((memory) => folded(memory.text))),
     ).map((fact) => ({
       proposal: `p${++this.#next}`,
       text: fact.text,
