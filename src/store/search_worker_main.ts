@@ -73,6 +73,9 @@ function workerMain(
   let db: InstanceType<typeof Database> | null = null;
   let search: ReturnType<typeof prepareSearch> | null = null;
   let near: ReturnType<typeof prepareVectors> | null = null;
+  /** The texts of the turns found by meaning, prepared with `near`. */
+  let nearTexts: ReturnType<InstanceType<typeof Database>["prepare"]> | null =
+    null;
   let failure: unknown = null;
   // Requests about the vectors wait while they are being read.
   let loading = false;
@@ -84,7 +87,7 @@ function workerMain(
     limit: number,
     exclude: number | null,
   ): NearHit[] => {
-    if (near === null || db === null) throw failure;
+    if (near === null || nearTexts === null) throw failure;
     // More turns than conversations wanted: several may share one.
     const hits = near.search(query, model, limit * 4, exclude ?? undefined);
     const best = new Map<number, { turn: number; score: number }>();
@@ -92,14 +95,9 @@ function workerMain(
       if (!best.has(hit.conv)) best.set(hit.conv, hit);
       if (best.size === limit) break;
     }
-    const read = db.prepare(
-      `SELECT t.id AS turn, t.user AS user, t.reply AS reply, c.title AS title
-       FROM turns t JOIN conversations c ON c.id = t.conv
-       WHERE t.id IN (SELECT value FROM json_each(?))`,
-    );
     const rows = new Map<number, Record<string, unknown>>();
     const turns = [...best.values()].map((b) => b.turn);
-    for (const row of read.iterate(JSON.stringify(turns))) {
+    for (const row of nearTexts.iterate(JSON.stringify(turns))) {
       rows.set(Number(row.turn), row);
     }
     const found: NearHit[] = [];
@@ -144,6 +142,12 @@ function workerMain(
         // Read once, at the start: every vector's sign bits (docs/search.md).
         if (data.vectors) {
           near = prepareNear(db, { lazy: true });
+          nearTexts = db.prepare(
+            `SELECT t.id AS turn, t.user AS user, t.reply AS reply,
+                    c.title AS title
+             FROM turns t JOIN conversations c ON c.id = t.conv
+             WHERE t.id IN (SELECT value FROM json_each(?))`,
+          );
           loading = true;
           slices.port2.postMessage(data.sliceMs);
         }
@@ -181,6 +185,7 @@ function workerMain(
       slices.port1.close();
       waiting.length = 0;
       near = null;
+      nearTexts = null;
       db?.close();
       db = null;
       search = null;
