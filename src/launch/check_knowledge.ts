@@ -7,6 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import type { Config } from "../base/config.ts";
 import type { Paths } from "../base/paths.ts";
 import { Embedder } from "../llm/embeddings.ts";
+import { DONE_SQL, TOTAL_SQL } from "../store/vectors.ts";
 import { type CheckLine, messageOf } from "./check_line.ts";
 
 /** Reads counts from the history file, read-only; null when it has none yet (or not these tables). */
@@ -85,21 +86,9 @@ export async function* knowledgeLines(
     subject: "embeddings",
     message: `${config.embed_url} answers: model ${model}, ${dim} dimensions`,
   };
-  // As the indexer counts: vectors of this model and dimension, of turns
-  // whose conversation is not being deleted.
-  const done = counted(
-    paths.dbPath,
-    `SELECT count(*) AS n FROM vectors v JOIN turns t ON t.id = v.turn
-     WHERE v.model = ? AND v.dim = ?
-       AND t.conv NOT IN (SELECT id FROM deleted_conversations)`,
-    model,
-    dim,
-  );
-  const total = counted(
-    paths.dbPath,
-    `SELECT count(*) AS n FROM turns
-     WHERE conv NOT IN (SELECT id FROM deleted_conversations)`,
-  );
+  // As the indexer counts.
+  const done = counted(paths.dbPath, DONE_SQL, model, dim);
+  const total = counted(paths.dbPath, TOTAL_SQL);
   yield {
     status: "ok",
     subject: "indexing",

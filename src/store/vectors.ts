@@ -10,6 +10,16 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 
+/** The turns indexing counts: those of conversations not being deleted. */
+export const TOTAL_SQL = `SELECT count(*) AS n FROM turns
+  WHERE conv NOT IN (SELECT id FROM deleted_conversations)`;
+
+/** The vectors of model `?` and dimension `?` among the turns TOTAL_SQL counts: a deleted conversation's vectors wait for upkeep, and must not make done pass total. */
+export const DONE_SQL = `SELECT count(*) AS n FROM vectors v
+  JOIN turns t ON t.id = v.turn
+  WHERE v.model = ? AND v.dim = ?
+    AND t.conv NOT IN (SELECT id FROM deleted_conversations)`;
+
 /** Ids a backlog step scans at most: one statement stays short at a million turns. */
 export const SCAN_SPAN = 4096;
 
@@ -71,17 +81,8 @@ export function prepareVectorStatements(db: DatabaseSync): VectorStatements {
          dim = excluded.dim, data = excluded.data`,
     ),
     drop: db.prepare("DELETE FROM vectors WHERE turn = ?"),
-    total: db.prepare(
-      `SELECT count(*) AS n FROM turns
-       WHERE conv NOT IN (SELECT id FROM deleted_conversations)`,
-    ),
-    // Of the turns `total` counts: a deleted conversation's vectors wait
-    // for upkeep, and must not make `done` pass `total`.
-    done: db.prepare(
-      `SELECT count(*) AS n FROM vectors v JOIN turns t ON t.id = v.turn
-       WHERE v.model = ? AND v.dim = ?
-         AND t.conv NOT IN (SELECT id FROM deleted_conversations)`,
-    ),
+    total: db.prepare(TOTAL_SQL),
+    done: db.prepare(DONE_SQL),
   };
 }
 
