@@ -10,9 +10,8 @@ import { resolve } from "node:path";
 import { type MarkdownDrawing, Renderer } from "./chat_render.ts";
 import { ChatSession } from "./chat_session.ts";
 import { CHAT_EXIT } from "./chat_options.ts";
-import { connectOrExplain, DaemonClient } from "./client.ts";
+import { connectOrExplain, DaemonClient, reconnect } from "./client.ts";
 import type { Env } from "../base/paths.ts";
-import { AssistantError } from "../base/errors.ts";
 import { chatPlaces, grantedEnv, homeDir, startDir } from "./chat_places.ts";
 import { openHistory } from "./chat_history.ts";
 import { KeyStream } from "./key_stream.ts";
@@ -174,11 +173,17 @@ export async function runChat(
   });
   using _signals = options.signals === false ? null : onSigint(session);
 
+  const ended = new AbortController();
+  session.exit.then(() => ended.abort());
   const events = (async () => {
     while (!session.ended) {
       await follow(current, session);
       if (session.ended) break;
-      const next = await reconnect(current.path, session, options.retryMs);
+      const next = await reconnect(
+        current.path,
+        ended.signal,
+        options.retryMs ?? 1000,
+      );
       if (next === null) break;
       current = next;
       session.reconnected(next);
@@ -241,29 +246,6 @@ async function follow(client: DaemonClient, session: ChatSession) {
   }
   await client.close();
   session.gone(client);
-}
-
-/** Connects again once a daemon answers at `path`; null when the session ends first. */
-async function reconnect(
-  path: string,
-  session: ChatSession,
-  retryMs = 1000,
-): Promise<DaemonClient | null> {
-  const over = session.exit.then(() => null);
-  while (!session.ended) {
-    try {
-      return await DaemonClient.connect({ path });
-    } catch (error) {
-      if (!(error instanceof AssistantError)) throw error;
-    }
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const pause = new Promise<null>((done) => {
-      timer = setTimeout(() => done(null), retryMs);
-    });
-    await Promise.race([pause, over]);
-    clearTimeout(timer);
-  }
-  return null;
 }
 
 /** Raw mode with bracketed paste while the chat runs; restored on dispose. */

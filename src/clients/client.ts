@@ -351,3 +351,33 @@ export async function connectOrExplain(
     return error instanceof DaemonRefusedError ? 1 : 2;
   }
 }
+
+/** Resolves after `ms`, or at once when the signal aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Connects again once a daemon answers at `path`, trying every `retryMs`; null when `signal` aborts first. */
+export async function reconnect(
+  path: string,
+  signal: AbortSignal,
+  retryMs: number,
+): Promise<DaemonClient | null> {
+  while (!signal.aborted) {
+    try {
+      return await DaemonClient.connect({ path });
+    } catch (error) {
+      if (!(error instanceof AssistantError)) throw error;
+    }
+    await pause(retryMs, signal);
+  }
+  return null;
+}

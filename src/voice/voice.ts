@@ -7,7 +7,7 @@
 import {
   clientSocketPath,
   connectOrExplain,
-  DaemonClient,
+  reconnect,
 } from "../clients/client.ts";
 import {
   readCommandLine,
@@ -93,36 +93,6 @@ async function checkedSettings(env: Env): Promise<{
     );
   }
   return { settings, socketPath };
-}
-
-/** Resolves after `ms`, or at once when the signal aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
-/** Connects again once a daemon answers; null when stopped first. */
-async function reconnect(
-  path: string,
-  signal: AbortSignal,
-  retryMs: number,
-): Promise<DaemonClient | null> {
-  while (!signal.aborted) {
-    try {
-      return await DaemonClient.connect({ path });
-    } catch (error) {
-      if (!(error instanceof AssistantError)) throw error;
-    }
-    await pause(retryMs, signal);
-  }
-  return null;
 }
 
 /** Each line typed toggles listening. */
