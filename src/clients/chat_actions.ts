@@ -9,7 +9,11 @@ import type { Command, Event } from "../protocol/protocol.ts";
 import { exported, type ExportPlace } from "./chat_export.ts";
 import type { AttachQueue } from "./chat_attach.ts";
 import { AttachError, questionCommand } from "./attachments.ts";
-import type { ChatQuestions, QuestionHost } from "./chat_questions.ts";
+import {
+  type ChatQuestions,
+  type QuestionHost,
+  sendAwaited,
+} from "./chat_questions.ts";
 
 /** What the actions need of the session. */
 export interface ActionHost extends QuestionHost {
@@ -72,9 +76,7 @@ export class ChatActions {
 
   /** Sends a command with a fresh ref and waits for its answer. */
   request(wait: Waiting, command: Command): void {
-    const ref = this.#host.client.nextRef();
-    this.#host.wait({ ...wait, ref });
-    this.#host.send({ ...command, ref });
+    sendAwaited(this.#host, wait, command);
   }
 
   /** Carries out a line that starts with one `/`. */

@@ -273,8 +273,17 @@ export class ChatQuestions {
   }
 
   #request(wait: Waiting, command: Command): void {
-    const ref = this.#host.client.nextRef();
-    this.#host.wait({ ...wait, ref });
-    this.#host.send({ ...command, ref });
+    sendAwaited(this.#host, wait, command);
   }
+}
+
+/** Sends a command with a fresh ref and waits for its answer. */
+export function sendAwaited(
+  host: QuestionHost,
+  wait: Waiting,
+  command: Command,
+): void {
+  const ref = host.client.nextRef();
+  host.wait({ ...wait, ref });
+  host.send({ ...command, ref });
 }
