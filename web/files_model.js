@@ -6,6 +6,8 @@
  * `file` command, kept while the page is open. No DOM here.
  */
 
+import { PICTURE_TYPES } from "./attachments.js";
+
 /** @typedef {import("../src/protocol/events.ts").FileView} FileView */
 /** @typedef {import("./attachments.js").Attachment} Attachment */
 /** @typedef {import("./model_parts.js").Pending} Pending */
@@ -17,9 +19,6 @@
  */
 /** @typedef {{type: "file", conversation: number, turn: number, index: number}} FileCommand */
 /** @typedef {{state: "asking" | "ready" | "missing", src: string | null}} Picture */
-
-/** The picture types a thumbnail is drawn from. */
-const PICTURE = /^image\/(png|jpeg|webp|gif)$/;
 
 /**
  * The files a question carried, as the daemon lists them; none when the
@@ -49,7 +48,7 @@ export function filesOf(value) {
 
 /** Whether a file is a picture the page can draw. */
 export function isPicture(/** @type {FileView} */ file) {
-  return file.kind === "image" && PICTURE.test(file.mime);
+  return file.kind === "image" && PICTURE_TYPES.includes(file.mime);
 }
 
 /**
@@ -181,7 +180,7 @@ export class PictureCache {
     if (key === undefined) return null;
     this.#asking.delete(place);
     const mime = String(event.mime ?? "");
-    if (typeof event.data === "string" && PICTURE.test(mime)) {
+    if (typeof event.data === "string" && PICTURE_TYPES.includes(mime)) {
       this.#keep(key, `data:${mime};base64,${event.data}`);
     } else this.#pictures.set(key, { state: "missing", src: null });
     return key;
