@@ -84,7 +84,8 @@ export class MemoryPanel {
       ? "loading…"
       : `${numbers.format(memory.items.length)} kept`;
     this.typed();
-    this.#drawList(model);
+    // Drawn when shown: a closed panel's rows wait for its opening.
+    if (this.open) this.#drawList(model);
   }
 
   /** The add form's counter and button follow what is typed. */
