@@ -6,6 +6,7 @@
 import { type EventSourceMessage, ParseError } from "eventsource-parser/stream";
 import { AssistantError } from "../base/errors.ts";
 import type { Timings } from "../protocol/events.ts";
+import { isRecord } from "../base/is_record.ts";
 
 /**
  * One typed piece of a streamed reply. `usage` and `timings` come from the
@@ -38,10 +39,6 @@ export type Delta =
 export interface ChatDeltaStreamOptions {
   /** The request's signal: once it is aborted, upstream failures pass through unchanged. */
   signal?: AbortSignal;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function malformed(cause?: unknown): AssistantError {

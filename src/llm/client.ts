@@ -8,6 +8,7 @@ import { AssistantError } from "../base/errors.ts";
 import { describeError, log } from "../base/log.ts";
 import { contextOverflow, httpError } from "./http_error.ts";
 import { type Delta, deltaStream } from "./sse_stream.ts";
+import { isRecord } from "../base/is_record.ts";
 
 /** The model a turn uses, as `chooseModel` found it. */
 export interface ModelChoice {
@@ -62,10 +63,6 @@ export interface ChatBodyInput {
    * daemon's own: a `[request]` value wins; 0 or absent sends none.
    */
   cacheReuse?: number;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Builds the request body: `n_cache_reuse` (a default), then extra, then the daemon's own fields, which win; chat_template_kwargs merged key by key with enable_thinking. */

@@ -5,6 +5,7 @@
  * rather than failing is a Refusal, for the client to split or cut around.
  */
 import { AssistantError } from "../base/errors.ts";
+import { isRecord } from "../base/is_record.ts";
 
 /** A refusal of the inputs rather than a failure of the server: the batch is split, a text halved. */
 export class Refusal extends Error {
@@ -96,8 +97,4 @@ export function vectorsIn(
     ? answer.model
     : null;
   return { name, vectors };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

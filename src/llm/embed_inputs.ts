@@ -7,6 +7,7 @@
  * that many tokens by an estimate that errs high (`cutToTokens`), and a text
  * the server still refuses on its own is halved.
  */
+import { isRecord } from "../base/is_record.ts";
 
 /** Tokens of one input when the server does not say: llama-server's default physical batch. */
 const DEFAULT_TOKENS = 512;
@@ -89,10 +90,6 @@ export function halve(text: string): string {
   const last = text.charCodeAt(half - 1);
   if (last >= 0xd800 && last <= 0xdbff) half--;
   return text.slice(0, half);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A positive integer of `props` or its `default_generation_settings`, or null. */

@@ -4,6 +4,7 @@
  * (400 `exceed_context_size_error`, which names both sizes).
  */
 import { AssistantError } from "../base/errors.ts";
+import { isRecord } from "../base/is_record.ts";
 
 /** A request llama-server refused for its length: the cause of the AssistantError it becomes. */
 export class ContextOverflow extends RangeError {
@@ -27,10 +28,6 @@ export class ContextOverflow extends RangeError {
 export function contextOverflow(error: unknown): ContextOverflow | null {
   if (!(error instanceof AssistantError)) return null;
   return error.cause instanceof ContextOverflow ? error.cause : null;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function parsed(text: string): unknown {

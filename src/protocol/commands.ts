@@ -10,6 +10,7 @@ import {
   refField,
   type SearchBy,
 } from "./events.ts";
+import { isRecord } from "../base/is_record.ts";
 
 /** Longest accepted inbound line, in bytes, without its newline. */
 export const MAX_LINE_BYTES = 1024 * 1024;
@@ -81,10 +82,6 @@ export type Parsed =
   | { ok: true; command: Command }
   | Refusal
   | { ok: true; command: null };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function validId(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value);

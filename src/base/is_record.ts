@@ -1,0 +1,6 @@
+/** The shape test every reader of parsed JSON starts with. */
+
+/** Whether a parsed JSON value is an object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
