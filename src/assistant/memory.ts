@@ -14,7 +14,6 @@ import { log } from "../base/log.ts";
 import {
   type Event,
   type ExportFormat,
-  type MemoryView,
   type Ref,
   refField,
 } from "../protocol/protocol.ts";
@@ -69,7 +68,7 @@ export class MemoryBook {
 
   /** The memories, newest first, as `memories`. */
   list(): Event {
-    return { type: "memories", items: this.#o.memories.list().map(view) };
+    return { type: "memories", items: this.#o.memories.list() };
   }
 
   /** How many memories there are. */
@@ -120,7 +119,7 @@ export class MemoryBook {
     const items = this.#o.memories.list();
     const text = format === "json"
       ? JSON.stringify(
-        { format: MEMORIES_FORMAT, items: items.map(view) },
+        { format: MEMORIES_FORMAT, items },
         null,
         2,
       ) +
@@ -172,10 +171,6 @@ export class MemoryBook {
 
 function noSuchMemory(): AssistantError {
   return new AssistantError("no such memory", { code: "no_such_memory" });
-}
-
-function view(memory: StoredMemory): MemoryView {
-  return { ...memory };
 }
 
 function markdown(items: readonly StoredMemory[]): string {

@@ -6,16 +6,10 @@
  * A memory's text is personal data: nothing here logs it.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { MemoryView } from "../protocol/protocol.ts";
 
-/** One memory as stored; `source` is the conversation and turn (0-based) it came from, null when none or gone. */
-export interface StoredMemory {
-  id: number;
-  text: string;
-  /** Unix seconds. */
-  created: number;
-  updated: number;
-  source: { id: number; turn: number } | null;
-}
+/** One memory as stored, as clients are shown it; `source` is the conversation and turn (0-based) it came from, null when none or gone. */
+export type StoredMemory = MemoryView;
 
 /** The memories a conversation's requests carry, as kept with it: the text its system message ends with ("" for none) and how many memories that holds. */
 export interface StoredMemoryBlock {
