@@ -1,4 +1,4 @@
-/** Waiting for a promise with a time limit, without leaving a timer behind. */
+/** Waiting for a promise with a time limit, or for a time unless a signal ends it first, without leaving a timer behind. */
 
 /** Resolves true once `promise` settles (either way), or false after `ms`. */
 export async function within(
@@ -14,4 +14,17 @@ export async function within(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Resolves after `ms`, or at once when the signal aborts; leaves no timer or listener behind. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
 }

@@ -8,6 +8,7 @@ import { type LineChunk, LineStream } from "../streams/line_stream.ts";
 import type { Command } from "../protocol/commands.ts";
 import type { Event } from "../protocol/events.ts";
 import { writeAll } from "../streams/write_all.ts";
+import { pause } from "../base/within.ts";
 
 /** The `hello` event a client gets first. */
 export type HelloEvent = Extract<Event, { type: "hello" }>;
@@ -350,19 +351,6 @@ export async function connectOrExplain(
     await report(`${error.message}\n`);
     return error instanceof DaemonRefusedError ? 1 : 2;
   }
-}
-
-/** Resolves after `ms`, or at once when the signal aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** Connects again once a daemon answers at `path`, trying every `retryMs`; null when `signal` aborts first. */

@@ -23,6 +23,7 @@ import {
   type Refusal,
 } from "../protocol/commands.ts";
 import { encodeEvent, type Event, refField } from "../protocol/events.ts";
+import { pause } from "../base/within.ts";
 
 /** What the server needs from the daemon's brain. */
 export interface Brain {
@@ -441,18 +442,6 @@ function isStop(line: Uint8Array): boolean {
   }
   const parsed = parseLine(text);
   return parsed.ok && parsed.command?.type === "stop";
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done);
-  });
 }
 
 function positive(name: string, value: number | undefined): void {
